@@ -1,0 +1,44 @@
+// TbbArenaExecutor: runs work in a oneTBB task_arena of its own, enqueued fire-and-forget
+// (task_arena::enqueue never makes the caller join the arena). No slot is reserved for outside
+// threads, so TbbArenaExecutor(1) runs everything on one arena worker.
+//
+// execute() may be called from any thread. An exception from a task is swallowed on the worker.
+// The destructor waits for every queued task to finish; it must not run inside the arena.
+//
+// Memory ordering: everything before execute() happens before the work starts (TBB's enqueue);
+// every task's effects happen before the destructor returns (mutex_).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+
+#include <oneapi/tbb/task_arena.h>
+
+#include <wheeltimer/executor.hpp>
+
+namespace wheeltimer {
+
+class TbbArenaExecutor final : public Executor {
+ public:
+  // max_concurrency: tbb::task_arena::automatic (the default) or >= 1; other values are
+  // std::invalid_argument.
+  explicit TbbArenaExecutor(int max_concurrency = tbb::task_arena::automatic);
+  ~TbbArenaExecutor() override;
+  TbbArenaExecutor(const TbbArenaExecutor&) = delete;
+  TbbArenaExecutor& operator=(const TbbArenaExecutor&) = delete;
+
+  void execute(Task work) override;
+
+  int max_concurrency() const { return arena_.max_concurrency(); }
+
+ private:
+  void finished_one() noexcept;
+
+  tbb::task_arena arena_;
+  std::mutex mutex_;
+  std::condition_variable drained_;
+  std::size_t in_flight_ = 0;  // enqueued and not yet returned; guarded by mutex_
+};
+
+}  // namespace wheeltimer

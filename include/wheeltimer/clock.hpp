@@ -1,0 +1,45 @@
+// The clock every wheeltimer deadline is measured on, and the saturating arithmetic that turns a
+// caller's delay (any std::chrono::duration, any representation) into a deadline on it.
+//
+// Saturation is part of the contract: a delay too large to add to now() becomes
+// Clock::time_point::max() ("never before stop()"), and a zero or negative delay becomes now()
+// ("due now"). Nothing here overflows or wraps into the past. Pure functions; any thread.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace wheeltimer {
+
+using Clock = std::chrono::steady_clock;
+
+// `now + delay`, saturated to [now, Clock::time_point::max()]. A fractional delay is rounded up to
+// the clock's resolution, so the result is never earlier than the delay asked for. A NaN delay is
+// std::invalid_argument.
+template <class Rep, class Period>
+Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
+                                      Clock::time_point now = Clock::now()) {
+  if constexpr (std::is_floating_point_v<Rep>) {
+    if (std::isnan(delay.count())) throw std::invalid_argument("wheeltimer: delay is NaN");
+  }
+  if (delay <= delay.zero()) return now;
+  // Compare in long double: exact for every int64 tick count, and immune to the overflow that
+  // converting hours::max() to nanoseconds would cause.
+  const auto headroom = Clock::time_point::max() - now;
+  const std::chrono::duration<long double, Clock::period> wanted = delay;
+  if (wanted.count() >= static_cast<long double>(headroom.count())) return Clock::time_point::max();
+  return now + std::chrono::ceil<Clock::duration>(wanted);
+}
+
+// `now + limit` for the wait_for family: duration::max() (or anything past the end of time)
+// means "no limit".
+inline Clock::time_point saturating_add(Clock::time_point now, Clock::duration limit) noexcept {
+  if (limit <= Clock::duration::zero()) return now;
+  if (limit >= Clock::time_point::max() - now) return Clock::time_point::max();
+  return now + limit;
+}
+
+}  // namespace wheeltimer

@@ -1,0 +1,19 @@
+// Executor: where a timer runs its expired tasks. Implementations live in <wheeltimer/executors/>.
+//
+// execute() may be called from any thread, concurrently (a timer calls it from its indicator
+// thread; several timers may share one executor). The work a timer hands over never throws and
+// runs as a no-op if its task was canceled or handed back by stop() while queued.
+#pragma once
+
+#include <wheeltimer/task.hpp>
+
+namespace wheeltimer {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs `work` once, on some thread, eventually. An empty Task is std::invalid_argument.
+  virtual void execute(Task work) = 0;
+};
+
+}  // namespace wheeltimer

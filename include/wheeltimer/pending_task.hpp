@@ -1,0 +1,45 @@
+// PendingTask: a task that a timer's stop() handed back without running it, so a service can run
+// it itself or adopt() it into another timer at the same deadline, keeping its TimerFuture.
+//
+// Move-only. Dropping one that was neither run nor adopted cancels its future, so no waiter
+// blocks forever. One thread at a time uses a given PendingTask; its future may be used (and
+// canceled) from any thread meanwhile.
+#pragma once
+
+#include <utility>
+
+#include <wheeltimer/clock.hpp>
+#include <wheeltimer/timer_future.hpp>
+
+namespace wheeltimer {
+
+class PendingTask {
+ public:
+  PendingTask(PendingTask&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
+  PendingTask& operator=(PendingTask&& other) noexcept;
+  PendingTask(const PendingTask&) = delete;
+  PendingTask& operator=(const PendingTask&) = delete;
+  ~PendingTask();
+
+  // The original deadline; time_point::max() once moved from, run or adopted.
+  Clock::time_point deadline() const noexcept;
+  // The task's future (the same handle its scheduler got); empty once moved from.
+  TimerFuture future() const noexcept;
+  // Runs the task on the calling thread with the usual WAITING -> RUNNING -> FINISHED transitions.
+  // An exception is stored in the future, not rethrown. A no-op if the future was canceled
+  // meanwhile, or if this PendingTask was already run, adopted or moved from.
+  void run() noexcept;
+
+ private:
+  friend class detail::WheelCore;
+  // Takes over one reference to `node`.
+  explicit PendingTask(detail::TaskNode* node) noexcept : node_(node) {}
+  detail::TaskNode* release() noexcept { return std::exchange(node_, nullptr); }
+
+  // Cancels and lets go of the task, if any.
+  void discard() noexcept;
+
+  detail::TaskNode* node_ = nullptr;
+};
+
+}  // namespace wheeltimer

@@ -1,0 +1,131 @@
+// Task: a move-only, type-erased `void()` callable, the unit of work every wheeltimer API takes.
+//
+// Any callable converts to a Task implicitly, copyable or move-only (a lambda capturing a
+// std::unique_ptr or a std::promise works). Captures of up to `inline_capacity` bytes that are
+// nothrow-movable live inside the Task itself, so wrapping them allocates nothing; larger ones are
+// moved to the heap once. A null function pointer or an empty std::function gives an empty Task.
+//
+// A Task is a plain value: one thread at a time may use a given Task; distinct Tasks are
+// independent.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace wheeltimer {
+
+class Task {
+ public:
+  // Captures up to this size (and pointer alignment) are stored without a heap allocation.
+  static constexpr std::size_t inline_capacity = 32;
+
+  Task() noexcept = default;
+  Task(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor): mirrors std::function
+
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, Task> &&
+             std::is_invocable_v<std::decay_t<F>&> &&
+             std::is_constructible_v<std::decay_t<F>, F>)
+  Task(F&& callable) {  // NOLINT(google-explicit-constructor): `schedule([]{...}, 10ms)` must compile
+    using Callable = std::decay_t<F>;
+    if (is_null(callable)) return;
+    if constexpr (fits_inline<Callable>) {
+      ::new (static_cast<void*>(storage_)) Callable(std::forward<F>(callable));
+      ops_ = &inline_ops<Callable>;
+    } else {
+      ::new (static_cast<void*>(storage_)) Callable*(new Callable(std::forward<F>(callable)));
+      ops_ = &heap_ops<Callable>;
+    }
+  }
+
+  Task(Task&& other) noexcept { take(other); }
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      reset();
+      take(other);
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() { reset(); }
+
+  // Runs the callable. An empty Task throws std::bad_function_call.
+  void operator()() {
+    if (ops_ == nullptr) throw std::bad_function_call();
+    ops_->invoke(storage_);
+  }
+
+  explicit operator bool() const noexcept { return ops_ != nullptr; }
+
+  // True when the callable lives inside this Task (no heap allocation was made for it).
+  bool stored_inline() const noexcept { return ops_ != nullptr && ops_->inline_storage; }
+
+  // Destroys the callable (and so its captures) now; the Task becomes empty.
+  void reset() noexcept {
+    if (ops_ != nullptr) {
+      ops_->destroy(storage_);
+      ops_ = nullptr;
+    }
+  }
+
+ private:
+  struct Ops {
+    void (*invoke)(void* storage);
+    void (*relocate)(void* from, void* to) noexcept;  // move-construct into `to`, destroy `from`
+    void (*destroy)(void* storage) noexcept;
+    bool inline_storage;
+  };
+
+  template <class C>
+  static constexpr bool fits_inline = sizeof(C) <= inline_capacity &&
+                                      alignof(C) <= alignof(void*) &&
+                                      std::is_nothrow_move_constructible_v<C>;
+
+  template <class C>
+  static constexpr Ops inline_ops{
+      [](void* s) { (*static_cast<C*>(s))(); },
+      [](void* from, void* to) noexcept {
+        ::new (to) C(std::move(*static_cast<C*>(from)));
+        static_cast<C*>(from)->~C();
+      },
+      [](void* s) noexcept { static_cast<C*>(s)->~C(); },
+      true};
+
+  template <class C>
+  static constexpr Ops heap_ops{
+      [](void* s) { (**static_cast<C**>(s))(); },
+      [](void* from, void* to) noexcept { ::new (to) C*(*static_cast<C**>(from)); },
+      [](void* s) noexcept { delete *static_cast<C**>(s); },
+      false};
+
+  template <class C>
+  static bool is_null(const C& callable) noexcept {
+    if constexpr (std::is_pointer_v<C> || std::is_member_pointer_v<C>) {
+      return callable == nullptr;
+    } else if constexpr (is_std_function<C>::value) {
+      return !callable;
+    } else {
+      return false;
+    }
+  }
+  template <class C>
+  struct is_std_function : std::false_type {};
+  template <class Sig>
+  struct is_std_function<std::function<Sig>> : std::true_type {};
+
+  void take(Task& other) noexcept {
+    if (other.ops_ != nullptr) {
+      other.ops_->relocate(other.storage_, storage_);
+      ops_ = std::exchange(other.ops_, nullptr);
+    }
+  }
+
+  alignas(void*) unsigned char storage_[inline_capacity];
+  const Ops* ops_ = nullptr;
+};
+
+}  // namespace wheeltimer

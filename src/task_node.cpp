@@ -1,0 +1,133 @@
+#include "task_node.hpp"
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+
+#include "wheel_core.hpp"
+
+namespace wheeltimer::detail {
+namespace {
+
+constexpr auto kWaiting = static_cast<std::uint32_t>(TaskState::waiting);
+constexpr auto kRunning = static_cast<std::uint32_t>(TaskState::running);
+constexpr auto kFinished = static_cast<std::uint32_t>(TaskState::finished);
+constexpr auto kCanceled = static_cast<std::uint32_t>(TaskState::canceled);
+
+bool is_settled(std::uint32_t word) noexcept {
+  const auto state = word & TaskNode::kStateMask;
+  return state == kFinished || state == kCanceled;
+}
+
+// Blocked waiters park on one of a fixed set of mutex/condition-variable pairs chosen by node
+// address, so a node carries one bit (kWaiter) instead of a mutex and a condition variable.
+struct alignas(64) WaitStripe {
+  std::mutex mutex;
+  std::condition_variable settled;
+};
+constexpr std::size_t kStripes = 64;
+WaitStripe& stripe_for(const TaskNode* node) noexcept {
+  static WaitStripe stripes[kStripes];
+  return stripes[std::hash<const TaskNode*>{}(node) / alignof(TaskNode) % kStripes];
+}
+
+}  // namespace
+
+std::exception_ptr TaskNode::error() const noexcept {
+  // error_ is written before the settling store; reading it is safe once settled is observed.
+  return is_settled(word_.load(std::memory_order_acquire)) ? error_ : nullptr;
+}
+
+bool TaskNode::cancel() noexcept {
+  const auto old = transition(kStateMask, kWaiting, [](std::uint32_t w) {
+    return (w & (kWaiter | kEpochMask)) | kCanceled;
+  });
+  if (!old) return false;
+  if (*old & kAttached) owner_->on_canceled(this);
+  finish_cancel(*old);
+  return true;
+}
+
+bool TaskNode::start(std::uint32_t mask, std::uint32_t expected) noexcept {
+  return transition(mask, expected, [](std::uint32_t w) {
+           return (w & (kWaiter | kEpochMask)) | kRunning;
+         }).has_value();
+}
+
+bool TaskNode::start_attached() noexcept {
+  return start(kStateMask | kAttached | kDispatched, kWaiting | kAttached);
+}
+
+bool TaskNode::start_dispatched(std::uint32_t epoch) noexcept {
+  return start(kStateMask | kAttached | kDispatched | kEpochMask,
+               kWaiting | kAttached | kDispatched | epoch);
+}
+
+bool TaskNode::start_detached() noexcept { return start(kStateMask | kAttached, kWaiting); }
+
+std::optional<std::uint32_t> TaskNode::mark_dispatched() noexcept {
+  const auto old = transition(kStateMask | kAttached | kDispatched, kWaiting | kAttached,
+                              [](std::uint32_t w) { return (w + kEpochUnit) | kDispatched; });
+  if (!old) return std::nullopt;
+  return (*old + kEpochUnit) & kEpochMask;
+}
+
+bool TaskNode::refuse(std::uint32_t epoch) noexcept {
+  const auto old = transition(kStateMask | kAttached | kDispatched | kEpochMask,
+                              kWaiting | kAttached | kDispatched | epoch, [](std::uint32_t w) {
+                                return (w & (kWaiter | kEpochMask)) | kCanceled;
+                              });
+  if (!old) return false;
+  finish_cancel(*old);
+  return true;
+}
+
+bool TaskNode::detach() noexcept {
+  return transition(kStateMask | kAttached, kWaiting | kAttached, [](std::uint32_t w) {
+           return w & ~(kAttached | kDispatched);
+         }).has_value();
+}
+
+bool TaskNode::attach(WheelCore* owner) noexcept {
+  owner_ = owner;  // published by the transition's release
+  return transition(kStateMask | kAttached, kWaiting,
+                    [](std::uint32_t w) { return w | kAttached; })
+      .has_value();
+}
+
+void TaskNode::finish_cancel(std::uint32_t old_word) noexcept {
+  task_.reset();
+  if (old_word & kWaiter) wake_waiters();
+}
+
+void TaskNode::finish() noexcept {
+  // RUNNING (1) + 1 == FINISHED (2): one atomic add, no carry into the flag bits.
+  const auto old = word_.fetch_add(kFinished - kRunning, std::memory_order_acq_rel);
+  if (old & kWaiter) wake_waiters();
+}
+
+void TaskNode::wake_waiters() const noexcept {
+  WaitStripe& stripe = stripe_for(this);
+  // Taking the lock orders this wake-up after any waiter that set kWaiter has started waiting.
+  { std::lock_guard<std::mutex> lock(stripe.mutex); }
+  stripe.settled.notify_all();
+}
+
+bool TaskNode::wait_until(Clock::time_point limit) const {
+  if (is_settled(word_.load(std::memory_order_acquire))) return true;
+  WaitStripe& stripe = stripe_for(this);
+  std::unique_lock<std::mutex> lock(stripe.mutex);
+  for (;;) {
+    // Setting kWaiter and reading the state in one atomic step: either the settler sees the bit
+    // (and will lock the stripe, hence wake us), or we see the settled state.
+    if (is_settled(word_.fetch_or(kWaiter, std::memory_order_acq_rel))) return true;
+    if (limit == Clock::time_point::max()) {
+      stripe.settled.wait(lock);
+    } else if (stripe.settled.wait_until(lock, limit) == std::cv_status::timeout) {
+      return is_settled(word_.load(std::memory_order_acquire));
+    }
+  }
+}
+
+}  // namespace wheeltimer::detail

@@ -1,0 +1,145 @@
+// TaskNode: the one heap allocation behind every scheduled task. It holds the Task, its deadline,
+// its state, what it threw, and the links the indicator uses to keep it in a wheel slot.
+// TimerFuture and PendingTask are counted references to it.
+//
+// State word (one atomic, so every transition is a single compare-and-swap any thread may make):
+//   bits 0-1  TaskState
+//   bit  2    kAttached:   counted in the owning timer's pending(); owner_ is that timer
+//   bit  3    kDispatched: handed to the executor under the epoch in bits 8-31
+//   bit  4    kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
+//   bits 8-31 epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
+//                          a stopped timer can never start the task after another timer adopted it
+// Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
+// executor's refusal) is the one that lowers the owner's pending() count, so it drops exactly once.
+//
+// Threads: the state word and the reference count are atomic; task_ belongs to whoever won the
+// transition out of WAITING; the wheel links belong to the owner's indicator thread (or to stop()
+// once the indicator has exited).
+//
+// Memory ordering: transitions are acq_rel, so the winner of a transition sees everything the
+// scheduler wrote into the node; FINISHED is published with release after error_ is written.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include <wheeltimer/clock.hpp>
+#include <wheeltimer/task.hpp>
+#include <wheeltimer/timer_future.hpp>
+
+namespace wheeltimer::detail {
+
+class WheelCore;
+
+class TaskNode {
+ public:
+  static constexpr std::uint32_t kStateMask = 0x3;
+  static constexpr std::uint32_t kAttached = 1u << 2;
+  static constexpr std::uint32_t kDispatched = 1u << 3;
+  static constexpr std::uint32_t kWaiter = 1u << 4;
+  static constexpr std::uint32_t kEpochUnit = 1u << 8;
+  static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
+
+  // A new node, attached to `owner`, with two references: the owner's and the caller's future.
+  TaskNode(Task task, Clock::time_point deadline, WheelCore* owner) noexcept
+      : word_(kAttached), refs_(2), owner_(owner), deadline_(deadline), task_(std::move(task)) {}
+  TaskNode(const TaskNode&) = delete;
+  TaskNode& operator=(const TaskNode&) = delete;
+
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // acq_rel: the last owner must see every other owner's writes before deleting.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  TaskState state() const noexcept {
+    return static_cast<TaskState>(word_.load(std::memory_order_acquire) & kStateMask);
+  }
+  Clock::time_point deadline() const noexcept { return deadline_; }
+  std::exception_ptr error() const noexcept;
+  WheelCore* owner() const noexcept { return owner_; }
+
+  // --- Transitions. Each returns whether this call made it. ---
+
+  // WAITING -> CANCELED from any thread. Lowers the owner's pending() and queues the node for
+  // unlinking if attached, then destroys the captures and wakes waiters.
+  bool cancel() noexcept;
+  // WAITING, attached, not dispatched -> RUNNING (the indicator running it inline).
+  bool start_attached() noexcept;
+  // WAITING, attached, dispatched under `epoch` -> RUNNING (an executor thread starting it).
+  bool start_dispatched(std::uint32_t epoch) noexcept;
+  // WAITING, detached -> RUNNING (PendingTask::run()).
+  bool start_detached() noexcept;
+  // Marks an attached WAITING node as handed to the executor; returns the new epoch.
+  std::optional<std::uint32_t> mark_dispatched() noexcept;
+  // WAITING, dispatched under `epoch` -> CANCELED: the executor refused the work. The caller
+  // lowers pending() and reports the refusal.
+  bool refuse(std::uint32_t epoch) noexcept;
+  // WAITING, attached -> WAITING, detached (stop() handing it back).
+  bool detach() noexcept;
+  // WAITING, detached -> WAITING, attached to `owner` (adopt()).
+  bool attach(WheelCore* owner) noexcept;
+
+  // Runs a started (RUNNING) task: destroys the captures afterwards, stores what it threw, tells
+  // `on_error` (swallowing what that throws), then publishes FINISHED.
+  template <class OnError>
+  void run(OnError&& on_error) noexcept {
+    std::exception_ptr thrown;
+    try {
+      task_();
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    task_.reset();
+    if (thrown) {
+      error_ = thrown;
+      try {
+        on_error(thrown);
+      } catch (...) {
+      }
+    }
+    finish();
+  }
+
+  // Blocks until FINISHED or CANCELED or `limit`; time_point::max() means no limit.
+  bool wait_until(Clock::time_point limit) const;
+
+  // --- Indicator-only fields: the wheel's intrusive list. ---
+  TaskNode* prev = nullptr;
+  TaskNode* next = nullptr;
+  std::uint64_t target_tick = 0;
+  bool in_wheel = false;
+
+ private:
+  ~TaskNode() = default;
+
+  // The compare-and-swap loop behind every transition: succeeds when `(word & mask) == expected`,
+  // replacing the word with `next(word)`; returns the word it replaced.
+  template <class Next>
+  std::optional<std::uint32_t> transition(std::uint32_t mask, std::uint32_t expected,
+                                          Next next) noexcept {
+    std::uint32_t current = word_.load(std::memory_order_acquire);
+    do {
+      if ((current & mask) != expected) return std::nullopt;
+    } while (!word_.compare_exchange_weak(current, next(current), std::memory_order_acq_rel,
+                                          std::memory_order_acquire));
+    return current;
+  }
+  bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
+  // Settles a node this thread took out of WAITING into CANCELED.
+  void finish_cancel(std::uint32_t old_word) noexcept;
+  void finish() noexcept;
+  void wake_waiters() const noexcept;
+
+  mutable std::atomic<std::uint32_t> word_;
+  std::atomic<std::uint32_t> refs_;
+  WheelCore* owner_;
+  const Clock::time_point deadline_;
+  std::exception_ptr error_;  // written by the runner before FINISHED is published
+  Task task_;
+};
+
+}  // namespace wheeltimer::detail

@@ -1,0 +1,358 @@
+#include "wheel_core.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <wheeltimer/errors.hpp>
+
+namespace wheeltimer::detail {
+namespace {
+
+// control_: bits 0-39 pending tasks, bits 40-62 producers inside schedule_at()/adopt(),
+// bit 63 "stop() has begun".
+constexpr std::uint64_t kOnePending = 1;
+constexpr std::uint64_t kPendingMask = (std::uint64_t{1} << 40) - 1;
+constexpr std::uint64_t kOneProducer = std::uint64_t{1} << 40;
+constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
+constexpr std::uint64_t kProducerMask = ~kPendingMask & ~kStopping;
+
+// Netty's cap: a flood of schedule() calls delays the tick by at most this much work; the rest
+// waits in the inbound queue for the next tick.
+constexpr std::size_t kMaxTransferPerTick = 100000;
+constexpr std::size_t kBatch = 256;
+constexpr std::size_t kMinPrune = 1024;
+
+// The timer whose task (or on_error) this thread is running, so stop() can refuse to wait for
+// itself.
+thread_local const WheelCore* running_in = nullptr;
+
+}  // namespace
+
+// What a timer hands its executor: a reference to the node and the dispatch epoch. It starts the
+// task only if the node is still queued under that epoch, so once the task was canceled or
+// handed back by stop() it is a no-op, and it never touches the timer unless the start succeeded
+// (a wrapper may outlive its timer in a shared executor's queue).
+class WheelCore::ExecutorWork {
+ public:
+  ExecutorWork(WheelCore* core, TaskNode* node, std::uint32_t epoch) noexcept
+      : core_(core), node_(node), epoch_(epoch) {
+    node_->retain();
+  }
+  ExecutorWork(ExecutorWork&& other) noexcept
+      : core_(other.core_), node_(std::exchange(other.node_, nullptr)), epoch_(other.epoch_) {}
+  ExecutorWork& operator=(ExecutorWork&&) = delete;
+  ~ExecutorWork() {
+    if (node_ != nullptr) node_->release();
+  }
+
+  void operator()() noexcept {
+    if (node_ != nullptr && node_->start_dispatched(epoch_)) core_->run_started(node_);
+  }
+
+ private:
+  WheelCore* core_;
+  TaskNode* node_;
+  std::uint32_t epoch_;
+};
+
+WheelCore::WheelCore(TimerOptions options)
+    : options_(std::move(options)),
+      start_(Clock::now()),
+      wheel_(options_.wheel_size),
+      prune_at_(kMinPrune) {
+  indicator_ = std::thread([this] { run_indicator(); });
+}
+
+WheelCore::~WheelCore() {
+  if (indicator_.joinable()) stop();
+}
+
+// ---- Producers -------------------------------------------------------------------------------
+
+void WheelCore::admit(const char* operation) {
+  // Check, then count, in one compare-and-swap: pending() never shows a task that is refused.
+  std::uint64_t current = control_.load(std::memory_order_acquire);
+  do {
+    if (current & kStopping) {
+      throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
+    }
+    if (options_.max_pending != 0 && (current & kPendingMask) >= options_.max_pending) {
+      throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
+                     std::to_string(options_.max_pending) + ") tasks are already pending");
+    }
+  } while (!control_.compare_exchange_weak(current, current + kOnePending + kOneProducer,
+                                           std::memory_order_acq_rel, std::memory_order_acquire));
+}
+
+void WheelCore::unadmit() noexcept {
+  control_.fetch_sub(kOnePending + kOneProducer, std::memory_order_acq_rel);
+}
+
+void WheelCore::producer_done() noexcept {
+  // release: stop() waits for the producer count to reach zero, then pops what was pushed.
+  control_.fetch_sub(kOneProducer, std::memory_order_release);
+}
+
+void WheelCore::settled_one() noexcept {
+  control_.fetch_sub(kOnePending, std::memory_order_release);
+}
+
+std::size_t WheelCore::pending() const noexcept {
+  return static_cast<std::size_t>(control_.load(std::memory_order_acquire) & kPendingMask);
+}
+
+TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
+  if (!task) throw std::invalid_argument("wheeltimer: schedule_at() was given an empty task");
+  admit("schedule");
+  TaskNode* node = nullptr;
+  try {
+    node = new TaskNode(std::move(task), deadline, this);
+    if (!inbound_.enqueue(node)) throw std::bad_alloc();
+  } catch (...) {
+    if (node != nullptr) {  // nobody else has seen it: drop both of its references
+      node->release();
+      node->release();
+    }
+    unadmit();
+    throw;
+  }
+  producer_done();
+  return TimerFuture(node);
+}
+
+TimerFuture WheelCore::adopt(PendingTask task) {
+  if (task.node_ == nullptr) {
+    throw std::invalid_argument("wheeltimer: adopt() was given an empty PendingTask");
+  }
+  admit("adopt");  // on refusal, `task` goes out of scope and cancels its future
+  TaskNode* node = task.release();
+  if (!node->attach(this)) {  // canceled since stop() handed it back: schedule nothing
+    unadmit();
+    return TimerFuture(node);
+  }
+  node->retain();  // the returned future's reference
+  if (!inbound_.enqueue(node)) {
+    if (node->detach()) {
+      unadmit();
+      node->cancel();
+    } else {
+      producer_done();  // a concurrent cancel() already settled it
+    }
+    node->release();
+    node->release();
+    throw std::bad_alloc();
+  }
+  producer_done();
+  return TimerFuture(node);
+}
+
+void WheelCore::on_canceled(TaskNode* node) noexcept {
+  // Queue it so the indicator unlinks it on the next tick instead of at its deadline. If the
+  // queue cannot grow, the node is still dropped when its slot expires or at stop().
+  node->retain();
+  if (!canceled_.enqueue(node)) node->release();
+  settled_one();  // last touch of this timer: stop() waits for pending() to reach zero
+}
+
+// ---- The indicator ---------------------------------------------------------------------------
+
+void WheelCore::run_indicator() {
+  pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
+  while (sleep_until_tick(current_tick_ + 1)) {
+    ++current_tick_;
+    transfer_inbound();
+    unlink_canceled();
+    expire_current_tick();
+    prune_dispatched();
+  }
+}
+
+bool WheelCore::sleep_until_tick(std::uint64_t tick) {
+  const Clock::time_point due = tick_time(tick);
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  while (!exit_requested_) {
+    if (Clock::now() >= due) return true;  // checked here, never trusted from the wait's result
+    if (due == Clock::time_point::max()) {
+      wake_.wait(lock);
+    } else {
+      wake_.wait_until(lock, due);
+    }
+  }
+  return false;
+}
+
+Clock::time_point WheelCore::tick_time(std::uint64_t tick) const noexcept {
+  const auto headroom = static_cast<std::uint64_t>((Clock::time_point::max() - start_).count());
+  const auto tick_ns = static_cast<std::uint64_t>(options_.tick.count());
+  if (tick > headroom / tick_ns) return Clock::time_point::max();
+  return start_ + Clock::duration(static_cast<Clock::rep>(tick * tick_ns));
+}
+
+std::uint64_t WheelCore::target_tick(Clock::time_point deadline) const noexcept {
+  if (deadline == Clock::time_point::max()) return Wheel::kNever;
+  if (deadline <= start_) return 0;
+  // The first tick whose time is at or after the deadline: tick_time(result) >= deadline.
+  const auto since = static_cast<std::uint64_t>((deadline - start_).count());
+  const auto tick_ns = static_cast<std::uint64_t>(options_.tick.count());
+  return since / tick_ns + (since % tick_ns != 0 ? 1 : 0);
+}
+
+void WheelCore::transfer_inbound() {
+  TaskNode* batch[kBatch];
+  for (std::size_t moved = 0; moved < kMaxTransferPerTick;) {
+    const std::size_t count =
+        inbound_.try_dequeue_bulk(batch, std::min(kBatch, kMaxTransferPerTick - moved));
+    if (count == 0) break;
+    moved += count;
+    for (std::size_t i = 0; i < count; ++i) {
+      TaskNode* node = batch[i];
+      if (node->state() != TaskState::waiting) {  // canceled before it reached the wheel
+        node->release();
+        continue;
+      }
+      // A slot the wheel has already passed means "due now": this tick, not a rotation later.
+      wheel_.insert(node, std::max(target_tick(node->deadline()), current_tick_));
+    }
+  }
+}
+
+void WheelCore::unlink_canceled() {
+  TaskNode* batch[kBatch];
+  for (std::size_t done = 0; done < kMaxTransferPerTick;) {
+    const std::size_t count = canceled_.try_dequeue_bulk(batch, kBatch);
+    if (count == 0) break;
+    done += count;
+    for (std::size_t i = 0; i < count; ++i) {
+      TaskNode* node = batch[i];
+      if (node->in_wheel) {
+        wheel_.unlink(node);
+        node->release();  // the wheel's reference
+      }
+      node->release();  // the queue entry's reference
+    }
+  }
+}
+
+void WheelCore::expire_current_tick() {
+  due_.clear();
+  wheel_.expire(current_tick_, [this](TaskNode* node) { due_.push_back(node); });
+  // Tasks due in the same tick start in deadline order.
+  std::stable_sort(due_.begin(), due_.end(), [](const TaskNode* a, const TaskNode* b) {
+    return a->deadline() < b->deadline();
+  });
+  for (TaskNode* node : due_) dispatch(node);
+}
+
+void WheelCore::dispatch(TaskNode* node) {
+  if (!options_.executor) {
+    if (node->start_attached()) run_started(node);
+    node->release();
+    return;
+  }
+  const auto epoch = node->mark_dispatched();
+  if (!epoch) {  // canceled meanwhile
+    node->release();
+    return;
+  }
+  dispatched_.push_back(node);  // keeps the wheel's reference, so stop() can find it
+  try {
+    options_.executor->execute(ExecutorWork(this, node, *epoch));
+  } catch (...) {
+    // The executor refused the work: the task is canceled (it never ran) and on_error is told.
+    if (node->refuse(*epoch)) settled_one();
+    report(std::current_exception());
+  }
+}
+
+void WheelCore::run_started(TaskNode* node) noexcept {
+  settled_one();
+  const WheelCore* outer = std::exchange(running_in, this);
+  node->run([this](const std::exception_ptr& error) { report(error); });
+  running_in = outer;
+}
+
+void WheelCore::report(std::exception_ptr error) const noexcept {
+  if (!options_.on_error) return;
+  try {
+    options_.on_error(std::move(error));
+  } catch (...) {  // on_error's own exception is swallowed, as documented
+  }
+}
+
+void WheelCore::prune_dispatched() {
+  if (dispatched_.size() < prune_at_) return;
+  // Keep what stop() may still need: tasks queued in the executor, and running ones to wait for.
+  std::erase_if(dispatched_, [](TaskNode* node) {
+    const TaskState state = node->state();
+    if (state == TaskState::waiting || state == TaskState::running) return false;
+    node->release();
+    return true;
+  });
+  prune_at_ = std::max(kMinPrune, 2 * dispatched_.size());
+}
+
+// ---- stop() ----------------------------------------------------------------------------------
+
+std::vector<PendingTask> WheelCore::stop() {
+  if (running_in == this) {
+    throw std::logic_error(
+        "wheeltimer: stop() called from inside one of the timer's own tasks (it would wait for "
+        "itself)");
+  }
+  std::lock_guard<std::mutex> guard(stop_mutex_);
+  if (stopped_) return {};
+  control_.fetch_or(kStopping, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    exit_requested_ = true;
+  }
+  wake_.notify_all();
+  indicator_.join();
+  // Producers counted before the flag finish pushing; the ones after it back out with Stopped.
+  while ((control_.load(std::memory_order_acquire) & kProducerMask) != 0) {
+    std::this_thread::yield();
+  }
+
+  // The indicator has exited: its wheel, queues and dispatched list are ours now.
+  std::vector<PendingTask> handed_back;
+  std::vector<TaskNode*> running;
+  const auto reclaim = [&](TaskNode* node) {
+    if (node->detach()) {
+      settled_one();
+      handed_back.push_back(PendingTask(node));
+    } else if (node->state() == TaskState::running) {
+      running.push_back(node);
+    } else {
+      node->release();
+    }
+  };
+  TaskNode* node = nullptr;
+  while (inbound_.try_dequeue(node)) reclaim(node);
+  wheel_.drain(reclaim);
+  for (TaskNode* dispatched : std::exchange(dispatched_, {})) reclaim(dispatched);
+
+  for (TaskNode* started : running) {
+    started->wait_until(Clock::time_point::max());
+    started->release();
+  }
+  // cancel() calls that won on another thread finish queuing their node; then none touches us.
+  while ((control_.load(std::memory_order_acquire) & kPendingMask) != 0) {
+    std::this_thread::yield();
+  }
+  while (canceled_.try_dequeue(node)) node->release();
+
+  std::stable_sort(handed_back.begin(), handed_back.end(),
+                   [](const PendingTask& a, const PendingTask& b) {
+                     return a.deadline() < b.deadline();
+                   });
+  stopped_ = true;
+  return handed_back;
+}
+
+}  // namespace wheeltimer::detail

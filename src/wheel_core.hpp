@@ -1,0 +1,101 @@
+// WheelCore: everything behind a HashedWheelTimer: the inbound queue producers push into, the
+// indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop().
+//
+// Threads:
+//  - schedule_at()/adopt(): any thread. They count the task in `control_`, then push it onto the
+//    lock-free inbound queue; only the indicator (or stop(), after the indicator exits) pops it.
+//  - TaskNode::cancel(): any thread; calls on_canceled(), which queues the node for unlinking.
+//  - The wheel, `dispatched_` and the consumer side of both queues: the indicator thread, and
+//    stop() once it has joined the indicator.
+//  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
+//
+// Memory ordering: `control_` packs the pending count, the number of producers inside
+// schedule_at() and the stopping flag into one word, so "is it stopping?" and "count me" are one
+// atomic step: a producer either sees the flag and backs out, or is counted before stop() sets it
+// and stop() waits for it to finish pushing.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <wheeltimer/timer.hpp>
+
+#include "task_node.hpp"
+#include "wheel.hpp"
+
+namespace wheeltimer::detail {
+
+class WheelCore {
+ public:
+  explicit WheelCore(TimerOptions options);  // validated by the caller
+  ~WheelCore();
+  WheelCore(const WheelCore&) = delete;
+  WheelCore& operator=(const WheelCore&) = delete;
+
+  TimerFuture schedule_at(Task task, Clock::time_point deadline);
+  TimerFuture adopt(PendingTask task);
+  std::vector<PendingTask> stop();
+  std::size_t pending() const noexcept;
+  std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
+
+  // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
+  // a node attached here.
+  void on_canceled(TaskNode* node) noexcept;
+
+ private:
+  class ExecutorWork;
+
+  // Counts one task in, or throws Stopped/Rejected; the caller then pushes it and calls
+  // producer_done().
+  void admit(const char* operation);
+  void producer_done() noexcept;
+  void unadmit() noexcept;
+  void settled_one() noexcept;  // one pending task left (started, canceled or handed back)
+
+  void run_indicator();
+  bool sleep_until_tick(std::uint64_t tick);  // false when stop() asked the indicator to exit
+  Clock::time_point tick_time(std::uint64_t tick) const noexcept;
+  std::uint64_t target_tick(Clock::time_point deadline) const noexcept;
+  void transfer_inbound();
+  void unlink_canceled();
+  void expire_current_tick();
+  void dispatch(TaskNode* node);
+  void run_started(TaskNode* node) noexcept;
+  void report(std::exception_ptr error) const noexcept;
+  void prune_dispatched();
+
+  const TimerOptions options_;
+  const Clock::time_point start_;
+
+  // Written by every producer: kept on its own cache line, away from the indicator's fields.
+  alignas(64) std::atomic<std::uint64_t> control_{0};
+
+  alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
+  moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
+
+  // Indicator-owned state.
+  Wheel wheel_;
+  std::uint64_t current_tick_ = 0;
+  std::vector<TaskNode*> due_;         // this tick's expired nodes, reused
+  std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
+  std::size_t prune_at_;
+
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  bool exit_requested_ = false;  // guarded by sleep_mutex_
+
+  std::mutex stop_mutex_;
+  bool stopped_ = false;  // guarded by stop_mutex_
+
+  std::thread indicator_;
+};
+
+}  // namespace wheeltimer::detail
