@@ -1,0 +1,747 @@
+// HashedWheelTimer: options, scheduling, timing guarantees, max_pending, errors and executors.
+//
+// "Never early" is asserted exactly, against the task's own deadline() and Clock::now() taken as
+// the task starts. "Not too late" only against kLateBound. Tasks that must be held mid-flight block
+// on a Gate the test opens; every wait is bounded by kMustHappen.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
+#include <gtest/gtest.h>
+
+#include <wheeltimer/wheeltimer.hpp>
+
+#include "test_support.hpp"
+
+// TimerOptions{.tick = ...} is the documented way to build options; GCC's -Wextra would flag
+// every member left to its default.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+// Clang announces ThreadSanitizer through __has_feature, GCC through __SANITIZE_THREAD__.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WHEELTIMER_TEST_TSAN 1
+#endif
+#endif
+#ifndef WHEELTIMER_TEST_TSAN
+#define WHEELTIMER_TEST_TSAN 0
+#endif
+
+namespace wheeltimer {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::kLateBound;
+using testing::kMustHappen;
+
+// A one-shot barrier a task can block on without risking a hang.
+class Gate {
+ public:
+  void open() { promise_.set_value(); }
+  bool wait() const { return opened_.wait_for(kMustHappen) == std::future_status::ready; }
+  bool is_open() const { return opened_.wait_for(0s) == std::future_status::ready; }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> opened_ = promise_.get_future().share();
+};
+
+// What a task saw when it started: the time and its thread. Written by the task before its
+// future turns FINISHED, read by the test after observing FINISHED.
+struct StartRecord {
+  Clock::time_point start{};
+  std::thread::id thread{};
+  bool ran = false;
+};
+
+Task recording_task(std::shared_ptr<StartRecord> record) {
+  return [record = std::move(record)] {
+    record->start = Clock::now();
+    record->thread = std::this_thread::get_id();
+    record->ran = true;
+  };
+}
+
+// Schedules with the constructor's message and returns what() of the std::invalid_argument.
+std::string invalid_options_message(TimerOptions options) {
+  try {
+    HashedWheelTimer timer(std::move(options));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return {};
+}
+
+class HashedWheelTimerTest : public ::testing::Test {
+ protected:
+  // Runs many tasks with deadlines scattered around tick and rotation boundaries (sub-tick, a tick
+  // exactly, several rotations) through `timer` and checks none started before its deadline.
+  static void expect_never_early(HashedWheelTimer& timer) {
+    std::vector<Clock::duration> delays = {
+        0ns, 1ns, 1us, 100us, 999us, 1ms, 2500us, 4999us, 5ms, 5001us, 7ms, 10ms,
+        13ms, 39ms, 40ms, 41ms, 79ms, 80ms, 81ms, 121ms};
+    std::mt19937 random(12345);  // fixed seed: a failure reproduces
+    std::uniform_int_distribution<std::int64_t> micros(0, 150'000);
+    for (int i = 0; i < 200; ++i) delays.push_back(std::chrono::microseconds(micros(random)));
+
+    struct Entry {
+      TimerFuture future;
+      std::shared_ptr<StartRecord> record;
+    };
+    std::vector<Entry> entries;
+    for (std::size_t i = 0; i < delays.size(); ++i) {
+      auto record = std::make_shared<StartRecord>();
+      TimerFuture future;
+      switch (i % 3) {  // exercise schedule() with several duration types, and schedule_at()
+        case 0:
+          future = timer.schedule(recording_task(record), delays[i]);
+          break;
+        case 1:
+          future = timer.schedule(recording_task(record),
+                                  std::chrono::duration<double, std::milli>(delays[i]));
+          break;
+        default:
+          future = timer.schedule_at(recording_task(record), Clock::now() + delays[i] + 17ns);
+          break;
+      }
+      entries.push_back({future, record});
+    }
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      auto& [future, record] = entries[i];
+      ASSERT_TRUE(future.wait_for(kMustHappen)) << "task " << i << " never ran";
+      ASSERT_EQ(future.state(), TaskState::finished);
+      ASSERT_TRUE(record->ran);
+      EXPECT_GE(record->start, future.deadline())
+          << "task " << i << " (delay " << delays[i].count() << "ns) started "
+          << (future.deadline() - record->start).count() << "ns early";
+      EXPECT_LT(record->start - future.deadline(), kLateBound) << "task " << i;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+TEST_F(HashedWheelTimerTest, ZeroTickIsInvalidArgumentNamingTheValue) {
+  const std::string message = invalid_options_message(TimerOptions{.tick = Clock::duration::zero()});
+  EXPECT_NE(message.find('0'), std::string::npos) << message;
+}
+
+TEST_F(HashedWheelTimerTest, NegativeTickIsInvalidArgumentNamingTheValue) {
+  // -7 ms; whatever unit the message uses (-7ms or -7000000ns), it starts with "-7".
+  const std::string message = invalid_options_message(TimerOptions{.tick = -7ms});
+  EXPECT_NE(message.find("-7"), std::string::npos) << message;
+}
+
+TEST_F(HashedWheelTimerTest, ZeroWheelSizeIsInvalidArgumentNamingTheValue) {
+  const std::string message = invalid_options_message(TimerOptions{.wheel_size = 0});
+  EXPECT_NE(message.find('0'), std::string::npos) << message;
+}
+
+TEST_F(HashedWheelTimerTest, OversizedWheelIsInvalidArgumentNamingTheValue) {
+  const std::size_t too_big = (std::size_t{1} << 30) + 1;
+  const std::string message = invalid_options_message(TimerOptions{.wheel_size = too_big});
+  EXPECT_NE(message.find(std::to_string(too_big)), std::string::npos) << message;
+}
+
+TEST_F(HashedWheelTimerTest, WheelSizeRoundsUpToPowerOfTwo) {
+  const std::pair<std::size_t, std::size_t> cases[] = {
+      {1, 1}, {2, 2}, {3, 4}, {5, 8}, {512, 512}, {513, 1024}, {1000, 1024}};
+  for (auto [asked, expected] : cases) {
+    HashedWheelTimer timer(TimerOptions{.tick = 1h, .wheel_size = asked});
+    EXPECT_EQ(timer.wheel_size(), expected) << "asked for " << asked;
+  }
+  HashedWheelTimer default_timer;
+  EXPECT_EQ(default_timer.wheel_size(), 512u);
+}
+
+TEST_F(HashedWheelTimerTest, LargestWheelSizeIsAccepted) {
+#if defined(__SANITIZE_THREAD__) || WHEELTIMER_TEST_TSAN
+  // TSan commits the whole 8 GiB slot array; the plain build covers this boundary.
+  GTEST_SKIP() << "2^30 slots are too much memory under ThreadSanitizer";
+#endif
+  const std::size_t largest = std::size_t{1} << 30;
+  HashedWheelTimer timer(TimerOptions{.tick = 1h, .wheel_size = largest});
+  EXPECT_EQ(timer.wheel_size(), largest);
+}
+
+TEST_F(HashedWheelTimerTest, OptionsAreAnAggregateWithDocumentedDefaults) {
+  static_assert(std::is_aggregate_v<TimerOptions>);
+  const TimerOptions options{.tick = 10ms};
+  EXPECT_EQ(options.tick, 10ms);
+  EXPECT_EQ(options.wheel_size, 512u);
+  EXPECT_EQ(options.max_pending, 0u);
+  EXPECT_EQ(options.executor, nullptr);
+  EXPECT_FALSE(options.on_error);
+  EXPECT_EQ(options.thread_name, "wheeltimer");
+  const TimerOptions defaults;
+  EXPECT_EQ(defaults.tick, 1ms);
+}
+
+TEST_F(HashedWheelTimerTest, ScheduleAcceptsALambdaDirectly) {
+  HashedWheelTimer timer(TimerOptions{.tick = 10ms});
+  std::atomic<bool> ran{false};
+  TimerFuture future = timer.schedule([&ran] { ran.store(true); }, 10ms);
+  ASSERT_TRUE(future.wait_for(kMustHappen));
+  EXPECT_TRUE(ran.load());
+  // Through the Timer interface too (the type users mock).
+  Timer& as_interface = timer;
+  TimerFuture via_interface = as_interface.schedule([] {}, std::chrono::seconds(0));
+  EXPECT_TRUE(via_interface.wait_for(kMustHappen));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+TEST_F(HashedWheelTimerTest, NeverEarlyInline) {
+  // A small wheel, so the delays cross several rotations.
+  HashedWheelTimer timer(TimerOptions{.tick = 5ms, .wheel_size = 8});
+  expect_never_early(timer);
+}
+
+TEST_F(HashedWheelTimerTest, NeverEarlyOnPool) {
+  auto pool = std::make_shared<CallerRunsPool>(2, 512);
+  HashedWheelTimer timer(TimerOptions{.tick = 5ms, .wheel_size = 8, .executor = pool});
+  expect_never_early(timer);
+}
+
+TEST_F(HashedWheelTimerTest, DueNowAndNegativeDelaysRunOnTheTimerThread) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  const auto caller = std::this_thread::get_id();
+  std::vector<std::pair<TimerFuture, std::shared_ptr<StartRecord>>> runs;
+  auto add = [&](auto schedule_fn) {
+    auto record = std::make_shared<StartRecord>();
+    runs.emplace_back(schedule_fn(recording_task(record)), record);
+  };
+  add([&](Task t) { return timer.schedule(std::move(t), 0ms); });
+  add([&](Task t) { return timer.schedule(std::move(t), -5s); });
+  add([&](Task t) { return timer.schedule(std::move(t), std::chrono::nanoseconds::min()); });
+  add([&](Task t) { return timer.schedule(std::move(t), std::chrono::hours::min()); });
+  add([&](Task t) { return timer.schedule(std::move(t), std::chrono::duration<double>(-1.5)); });
+  add([&](Task t) { return timer.schedule_at(std::move(t), Clock::now()); });
+  add([&](Task t) { return timer.schedule_at(std::move(t), Clock::now() - 1s); });
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    auto& [future, record] = runs[i];
+    ASSERT_TRUE(future.wait_for(kMustHappen)) << "case " << i;
+    EXPECT_EQ(future.state(), TaskState::finished) << "case " << i;
+    EXPECT_TRUE(record->ran) << "case " << i;
+    EXPECT_NE(record->thread, caller) << "case " << i << " ran inside schedule() on the caller";
+    EXPECT_GE(record->start, future.deadline()) << "case " << i;
+  }
+}
+
+// Deadlines at the very bottom of the clock's range must not overflow the tick arithmetic.
+TEST_F(HashedWheelTimerTest, DeadlinesLongPastRunSoon) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  const auto caller = std::this_thread::get_id();
+  const Clock::time_point deadlines[] = {Clock::time_point{}, Clock::time_point::min(),
+                                         Clock::time_point::min() + 1ns};
+  for (auto deadline : deadlines) {
+    auto record = std::make_shared<StartRecord>();
+    const auto scheduled = Clock::now();
+    TimerFuture future = timer.schedule_at(recording_task(record), deadline);
+    EXPECT_EQ(future.deadline(), deadline);
+    ASSERT_TRUE(future.wait_for(kMustHappen)) << deadline.time_since_epoch().count();
+    EXPECT_TRUE(record->ran);
+    EXPECT_NE(record->thread, caller);
+    EXPECT_LT(record->start - scheduled, kLateBound);
+  }
+}
+
+TEST_F(HashedWheelTimerTest, TasksBeyondOneRotationRunOnTimeNotEarly) {
+  // tick 1 ms x 4 slots: a 4 ms rotation, so these wait up to 25 rotations.
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .wheel_size = 4});
+  const Clock::duration delays[] = {3ms, 4ms, 5ms, 9ms, 17ms, 23ms, 50ms, 100ms};
+  std::vector<std::pair<TimerFuture, std::shared_ptr<StartRecord>>> runs;
+  for (auto delay : delays) {
+    auto record = std::make_shared<StartRecord>();
+    runs.emplace_back(timer.schedule(recording_task(record), delay), record);
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    auto& [future, record] = runs[i];
+    ASSERT_TRUE(future.wait_for(kMustHappen)) << "delay " << delays[i].count();
+    EXPECT_GE(record->start, future.deadline()) << "delay " << delays[i].count();
+    EXPECT_LT(record->start - future.deadline(), kLateBound);
+  }
+}
+
+// A deadline whose slot the wheel has already passed fires on the next tick, not a rotation
+// later. The rotation (200 ms x 128 = 25.6 s) is far beyond kLateBound, so a task wrongly parked
+// for a full rotation trips the bound while scheduling noise does not.
+TEST_F(HashedWheelTimerTest, PastDeadlineFiresOnNextTickNotNextRotation) {
+  constexpr auto kTick = 200ms;
+  HashedWheelTimer timer(TimerOptions{.tick = kTick, .wheel_size = 128});
+  static_assert(kTick * 128 > 2 * kLateBound);
+
+  auto run_past = [&](Clock::duration before_now, const char* what) {
+    auto record = std::make_shared<StartRecord>();
+    const auto scheduled = Clock::now();
+    TimerFuture future = timer.schedule_at(recording_task(record), scheduled - before_now);
+    ASSERT_TRUE(future.wait_for(kMustHappen)) << what;
+    EXPECT_LT(record->start - scheduled, kLateBound)
+        << what << ": parked for a rotation instead of firing on the next tick";
+  };
+  // Before the timer's first tick, earlier than its start.
+  run_past(1s, "before start");
+  // Let the wheel turn a few slots so "already passed" slots exist in the current rotation.
+  TimerFuture advance = timer.schedule([] {}, 3 * kTick);
+  ASSERT_TRUE(advance.wait_for(kMustHappen));
+  run_past(kTick, "one tick ago");
+  run_past(2 * kTick, "two ticks ago");
+  run_past(1ns, "just now");
+  run_past(0ns, "now");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+TEST_F(HashedWheelTimerTest, EmptyTaskIsInvalidArgument) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  void (*null_function)() = nullptr;
+  std::function<void()> empty_function;
+  EXPECT_THROW(timer.schedule(Task{}, 1ms), std::invalid_argument);
+  EXPECT_THROW(timer.schedule(nullptr, 1ms), std::invalid_argument);
+  EXPECT_THROW(timer.schedule(null_function, 1ms), std::invalid_argument);
+  EXPECT_THROW(timer.schedule(empty_function, 1ms), std::invalid_argument);
+  EXPECT_THROW(timer.schedule_at(Task{}, Clock::now()), std::invalid_argument);
+  EXPECT_THROW(timer.schedule_at(null_function, Clock::now()), std::invalid_argument);
+  EXPECT_THROW(timer.schedule_at(empty_function, Clock::now() + 1h), std::invalid_argument);
+  EXPECT_EQ(timer.pending(), 0u);
+}
+
+TEST_F(HashedWheelTimerTest, EmptyTaskWinsOverRejected) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = 1});
+  TimerFuture far = timer.schedule([] {}, 1h);
+  ASSERT_EQ(timer.pending(), 1u);
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);  // it is full
+  EXPECT_THROW(timer.schedule(Task{}, 1h), std::invalid_argument);
+  EXPECT_THROW(timer.schedule_at(std::function<void()>{}, Clock::now()), std::invalid_argument);
+  EXPECT_EQ(timer.pending(), 1u);
+}
+
+TEST_F(HashedWheelTimerTest, EmptyTaskWinsOverStopped) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  timer.stop();
+  EXPECT_THROW(timer.schedule([] {}, 1ms), Stopped);
+  EXPECT_THROW(timer.schedule(Task{}, 1ms), std::invalid_argument);
+  void (*null_function)() = nullptr;
+  EXPECT_THROW(timer.schedule_at(null_function, Clock::now()), std::invalid_argument);
+}
+
+TEST_F(HashedWheelTimerTest, ScheduleAfterStopThrowsStopped) {
+  static_assert(std::is_base_of_v<std::logic_error, Stopped>);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  timer.stop();
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  EXPECT_THROW(timer.schedule([ran] { ran->store(true); }, 0ms), Stopped);
+  EXPECT_THROW(timer.schedule_at([ran] { ran->store(true); }, Clock::now()), Stopped);
+  EXPECT_THROW(timer.schedule([] {}, 1h), std::logic_error);
+  EXPECT_EQ(timer.pending(), 0u);
+  EXPECT_FALSE(ran->load());
+}
+
+TEST_F(HashedWheelTimerTest, MaxPendingRejectsBeyondLimitUntilACancel) {
+  static_assert(std::is_base_of_v<std::runtime_error, Rejected>);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = 2});
+  EXPECT_EQ(timer.pending(), 0u);
+  TimerFuture first = timer.schedule([] {}, 1h);
+  EXPECT_EQ(timer.pending(), 1u);
+  TimerFuture second = timer.schedule_at([] {}, Clock::now() + 2h);
+  EXPECT_EQ(timer.pending(), 2u);
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+  EXPECT_THROW(timer.schedule_at([] {}, Clock::now()), std::runtime_error);
+  EXPECT_EQ(timer.pending(), 2u);
+
+  ASSERT_TRUE(first.cancel());
+  EXPECT_EQ(timer.pending(), 1u) << "cancel() returned before pending() dropped";
+  TimerFuture third = timer.schedule([] {}, 1h);
+  EXPECT_TRUE(third.valid());
+  EXPECT_EQ(timer.pending(), 2u);
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+}
+
+TEST_F(HashedWheelTimerTest, PendingDropsOnceWhenTaskRuns) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = 1});
+  TimerFuture ran = timer.schedule([] {}, 0ms);
+  ASSERT_TRUE(ran.wait_for(kMustHappen));
+  EXPECT_EQ(timer.pending(), 0u);
+  EXPECT_FALSE(ran.cancel());  // must not decrement a second time
+  EXPECT_EQ(timer.pending(), 0u);
+  // Exactly one slot is free again.
+  TimerFuture next = timer.schedule([] {}, 1h);
+  EXPECT_EQ(timer.pending(), 1u);
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+}
+
+TEST_F(HashedWheelTimerTest, PendingDropsOnceWhenCanceledThenStopped) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  TimerFuture canceled = timer.schedule([] {}, 1h);
+  TimerFuture kept = timer.schedule([] {}, 2h);
+  ASSERT_EQ(timer.pending(), 2u);
+  ASSERT_TRUE(canceled.cancel());
+  EXPECT_EQ(timer.pending(), 1u);
+  EXPECT_FALSE(canceled.cancel());
+  EXPECT_EQ(timer.pending(), 1u);
+  std::vector<PendingTask> handed = timer.stop();
+  ASSERT_EQ(handed.size(), 1u);  // the canceled task is not handed back
+  EXPECT_EQ(handed[0].future(), kept);
+  EXPECT_EQ(timer.pending(), 0u);
+  // Canceling a handed-back task does not touch the stopped timer's count.
+  EXPECT_TRUE(kept.cancel());
+  EXPECT_EQ(timer.pending(), 0u);
+}
+
+// Expiry and cancel race on the same tasks; afterwards the count must be exactly zero: neither
+// leaked (then the refill below would be Rejected early) nor decremented twice (then it would
+// accept too many, or wrap around).
+TEST_F(HashedWheelTimerTest, PendingExactUnderExpiryCancelRace) {
+  constexpr std::size_t kLimit = 64;
+  auto pool = std::make_shared<CallerRunsPool>(2, 256);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = kLimit, .executor = pool});
+  std::mt19937 random(777);
+  std::uniform_int_distribution<int> micros(0, 3000);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<TimerFuture> futures;
+    for (std::size_t i = 0; i < kLimit; ++i) {
+      futures.push_back(timer.schedule([] {}, std::chrono::microseconds(micros(random))));
+    }
+    std::thread canceler([copies = futures]() mutable {
+      for (auto& f : copies) f.cancel();
+    });
+    canceler.join();
+    for (auto& f : futures) ASSERT_TRUE(f.wait_for(kMustHappen));
+    ASSERT_EQ(timer.pending(), 0u) << "round " << round;
+  }
+  std::vector<TimerFuture> refill;
+  for (std::size_t i = 0; i < kLimit; ++i) refill.push_back(timer.schedule([] {}, 1h));
+  EXPECT_EQ(timer.pending(), kLimit);
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+  EXPECT_EQ(timer.stop().size(), kLimit);
+  EXPECT_EQ(timer.pending(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks using their own timer
+
+void expect_task_can_use_its_own_timer(HashedWheelTimer& timer) {
+  struct Results {
+    TimerFuture child;
+    bool cancel_result = false;
+    std::exception_ptr error;
+  };
+  auto results = std::make_shared<Results>();
+  auto child_ran = std::make_shared<std::atomic<bool>>(false);
+  TimerFuture victim = timer.schedule([] {}, 1h);
+  TimerFuture parent = timer.schedule(
+      [&timer, results, child_ran, victim]() mutable {
+        try {
+          results->child = timer.schedule([child_ran] { child_ran->store(true); }, 0ms);
+          results->cancel_result = victim.cancel();
+        } catch (...) {
+          results->error = std::current_exception();
+        }
+      },
+      0ms);
+  ASSERT_TRUE(parent.wait_for(kMustHappen));
+  ASSERT_EQ(results->error, nullptr) << "schedule/cancel from inside a task threw";
+  EXPECT_TRUE(results->cancel_result);
+  EXPECT_EQ(victim.state(), TaskState::canceled);
+  ASSERT_TRUE(results->child.valid());
+  ASSERT_TRUE(results->child.wait_for(kMustHappen));
+  EXPECT_EQ(results->child.state(), TaskState::finished);
+  EXPECT_TRUE(child_ran->load());
+}
+
+TEST_F(HashedWheelTimerTest, TaskSchedulesAndCancelsOnItsOwnTimerInline) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  expect_task_can_use_its_own_timer(timer);
+}
+
+TEST_F(HashedWheelTimerTest, TaskSchedulesAndCancelsOnItsOwnTimerOnPool) {
+  auto pool = std::make_shared<CallerRunsPool>(2, 16);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = pool});
+  expect_task_can_use_its_own_timer(timer);
+}
+
+TEST_F(HashedWheelTimerTest, TaskCanRescheduleItselfRepeatedly) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  constexpr int kRuns = 20;
+  auto count = std::make_shared<std::atomic<int>>(0);
+  auto done = std::make_shared<std::promise<void>>();
+  auto body = std::make_shared<std::function<void()>>();
+  // The function holds itself only weakly, so no cycle outlives the test.
+  *body = [&timer, count, done, weak = std::weak_ptr<std::function<void()>>(body)] {
+    if (count->fetch_add(1) + 1 == kRuns) {
+      done->set_value();
+      return;
+    }
+    if (auto self = weak.lock()) timer.schedule([self] { (*self)(); }, 1ms);
+  };
+  timer.schedule([body] { (*body)(); }, 0ms);
+  ASSERT_EQ(done->get_future().wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_EQ(count->load(), kRuns);
+  timer.stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exceptions
+
+struct ErrorLog {
+  std::mutex mutex;
+  std::vector<std::pair<std::exception_ptr, std::thread::id>> entries;
+};
+
+void expect_on_error_told(std::shared_ptr<Executor> executor) {
+  auto log = std::make_shared<ErrorLog>();
+  TimerOptions options{.tick = 1ms, .executor = std::move(executor)};
+  options.on_error = [log](std::exception_ptr error) {
+    std::lock_guard lock(log->mutex);
+    log->entries.emplace_back(error, std::this_thread::get_id());
+  };
+  HashedWheelTimer timer(std::move(options));
+  auto std_thread = std::make_shared<std::thread::id>();
+  auto int_thread = std::make_shared<std::thread::id>();
+  TimerFuture std_error = timer.schedule(
+      [std_thread] {
+        *std_thread = std::this_thread::get_id();
+        throw std::runtime_error("std");
+      },
+      0ms);
+  ASSERT_TRUE(std_error.wait_for(kMustHappen));
+  TimerFuture int_error = timer.schedule(
+      [int_thread] {
+        *int_thread = std::this_thread::get_id();
+        throw 5;
+      },
+      1ms);
+  ASSERT_TRUE(int_error.wait_for(kMustHappen));
+  TimerFuture clean = timer.schedule([] {}, 0ms);
+  ASSERT_TRUE(clean.wait_for(kMustHappen));
+
+  std::lock_guard lock(log->mutex);
+  ASSERT_EQ(log->entries.size(), 2u);  // the clean task reported nothing
+  EXPECT_EQ(log->entries[0].first, std_error.exception());
+  EXPECT_EQ(log->entries[0].second, *std_thread) << "on_error not told on the task's thread";
+  EXPECT_EQ(log->entries[1].first, int_error.exception());
+  EXPECT_EQ(log->entries[1].second, *int_thread);
+  try {
+    std::rethrow_exception(log->entries[1].first);
+  } catch (int value) {
+    EXPECT_EQ(value, 5);
+  } catch (...) {
+    ADD_FAILURE() << "on_error got something other than the int thrown";
+  }
+}
+
+TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsInline) { expect_on_error_told(nullptr); }
+
+TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsOnPool) {
+  expect_on_error_told(std::make_shared<CallerRunsPool>(1, 16));
+}
+
+void expect_throwing_tasks_do_not_stop_the_timer(std::shared_ptr<Executor> executor) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});
+  std::vector<TimerFuture> throwing;
+  for (int i = 0; i < 5; ++i) {
+    throwing.push_back(timer.schedule([i] { throw std::runtime_error(std::to_string(i)); },
+                                      std::chrono::milliseconds(i)));
+  }
+  throwing.push_back(timer.schedule([] { throw 0; }, 2ms));
+  for (auto& f : throwing) {
+    ASSERT_TRUE(f.wait_for(kMustHappen));
+    EXPECT_NE(f.exception(), nullptr);
+  }
+  auto count = std::make_shared<std::atomic<int>>(0);
+  std::vector<TimerFuture> later;
+  for (int i = 0; i < 5; ++i) {
+    later.push_back(timer.schedule([count] { count->fetch_add(1); }, std::chrono::milliseconds(i)));
+  }
+  for (auto& f : later) {
+    ASSERT_TRUE(f.wait_for(kMustHappen));
+    EXPECT_EQ(f.state(), TaskState::finished);
+    EXPECT_EQ(f.exception(), nullptr);
+  }
+  EXPECT_EQ(count->load(), 5);
+}
+
+TEST_F(HashedWheelTimerTest, ThrowingTasksDoNotStopTheIndicator) {
+  expect_throwing_tasks_do_not_stop_the_timer(nullptr);
+}
+
+TEST_F(HashedWheelTimerTest, ThrowingTasksDoNotStopPoolThreads) {
+  // One worker: if a throw killed it, nothing later could run on the pool.
+  expect_throwing_tasks_do_not_stop_the_timer(std::make_shared<CallerRunsPool>(1, 64));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread name
+
+#if defined(__linux__)
+std::string indicator_thread_name(const std::string& configured) {
+  TimerOptions options{.tick = 1ms};
+  options.thread_name = configured;
+  HashedWheelTimer timer(std::move(options));
+  auto name = std::make_shared<std::string>();
+  // Inline executor: the task runs on the indicator thread itself.
+  TimerFuture probe = timer.schedule(
+      [name] {
+        char buffer[64] = {};
+        if (pthread_getname_np(pthread_self(), buffer, sizeof buffer) == 0) *name = buffer;
+      },
+      0ms);
+  EXPECT_TRUE(probe.wait_for(kMustHappen));
+  return *name;
+}
+
+TEST_F(HashedWheelTimerTest, IndicatorThreadCarriesTheName) {
+  EXPECT_EQ(indicator_thread_name("wheeltimer"), "wheeltimer");
+  EXPECT_EQ(indicator_thread_name("orders-timer"), "orders-timer");
+}
+
+TEST_F(HashedWheelTimerTest, LongThreadNameIsCutTo15Characters) {
+  EXPECT_EQ(indicator_thread_name("payments-retry-timer-east"), "payments-retry-");
+}
+#endif
+
+TEST_F(HashedWheelTimerTest, LongThreadNameTimerStillWorks) {
+  TimerOptions options{.tick = 1ms};
+  options.thread_name = std::string(100, 'x');
+  HashedWheelTimer timer(std::move(options));
+  TimerFuture future = timer.schedule([] {}, 1ms);
+  EXPECT_TRUE(future.wait_for(kMustHappen));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifetime
+
+TEST_F(HashedWheelTimerTest, ManyTimersCreatedAndDestroyedQuickly) {
+  auto pool = std::make_shared<CallerRunsPool>(2, 64);
+  std::vector<TimerFuture> soon;
+  std::vector<TimerFuture> far;
+  for (int i = 0; i < 50; ++i) {
+    TimerOptions options{.tick = (i % 2 == 0) ? Clock::duration(1ms) : Clock::duration(1h),
+                         .wheel_size = static_cast<std::size_t>(1 + i)};
+    if (i % 3 == 0) options.executor = pool;
+    HashedWheelTimer timer(std::move(options));
+    soon.push_back(timer.schedule([] {}, 0ms));
+    far.push_back(timer.schedule([] {}, 1h));
+  }
+  // Each destructor stopped its timer: a due task either ran or was handed back and dropped
+  // (canceled); a far one was dropped. None is left WAITING forever.
+  for (auto& f : soon) {
+    EXPECT_TRUE(f.wait_for(0s));
+    EXPECT_NE(f.state(), TaskState::waiting);
+  }
+  for (auto& f : far) EXPECT_EQ(f.state(), TaskState::canceled);
+}
+
+TEST_F(HashedWheelTimerTest, TimerWithHourTickIsDestroyedPromptly) {
+  const auto begin = Clock::now();
+  {
+    HashedWheelTimer timer(TimerOptions{.tick = 1h});
+    timer.schedule([] {}, 1ms);  // due within the first (hour-long) tick
+  }
+  EXPECT_LT(Clock::now() - begin, kLateBound) << "the destructor waited out the tick";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executors
+
+// One task blocks a pool thread until every other task has run: they must all get the free
+// threads. No timing: if the slow task delayed them, it would never be released and the others
+// would miss kMustHappen.
+TEST_F(HashedWheelTimerTest, SlowTaskOnPoolDoesNotDelayOthers) {
+  auto pool = std::make_shared<CallerRunsPool>(4, 64);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = pool});
+  auto slow_started = std::make_shared<Gate>();
+  auto release_slow = std::make_shared<Gate>();
+  auto slow_released = std::make_shared<std::atomic<bool>>(false);
+  TimerFuture slow = timer.schedule(
+      [slow_started, release_slow, slow_released] {
+        slow_started->open();
+        slow_released->store(release_slow->wait());
+      },
+      0ms);
+  ASSERT_TRUE(slow_started->wait());
+
+  constexpr int kOthers = 12;
+  std::vector<TimerFuture> others;
+  for (int i = 0; i < kOthers; ++i) {
+    others.push_back(timer.schedule([] {}, std::chrono::milliseconds(i % 4)));
+  }
+  for (auto& f : others) {
+    ASSERT_TRUE(f.wait_for(kMustHappen)) << "a task waited behind the slow one";
+    EXPECT_EQ(f.state(), TaskState::finished);
+  }
+  EXPECT_EQ(slow.state(), TaskState::running);
+  release_slow->open();
+  ASSERT_TRUE(slow.wait_for(kMustHappen));
+  EXPECT_TRUE(slow_released->load());
+}
+
+// With the inline executor the indicator itself runs tasks, so a blocked task holds every other
+// one back. The slow task checks, just before returning, that the other (already due) task has
+// not run: it cannot have, because the only thread allowed to run it is busy right here.
+TEST_F(HashedWheelTimerTest, SlowInlineTaskBlocksTheIndicator) {
+  struct Shared {
+    Gate slow_started;
+    Gate release_slow;
+    Gate other_stored;
+    TimerFuture other;
+    std::atomic<bool> other_ran{false};
+    std::atomic<int> other_state_seen_by_slow{-1};
+    std::thread::id slow_thread;
+    std::thread::id other_thread;
+  };
+  auto shared = std::make_shared<Shared>();
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  TimerFuture slow = timer.schedule(
+      [shared] {
+        shared->slow_thread = std::this_thread::get_id();
+        shared->slow_started.open();
+        shared->release_slow.wait();
+        if (shared->other_stored.wait()) {
+          shared->other_state_seen_by_slow.store(static_cast<int>(shared->other.state()));
+        }
+      },
+      0ms);
+  ASSERT_TRUE(shared->slow_started.wait());
+  shared->other = timer.schedule(
+      [shared] {
+        shared->other_thread = std::this_thread::get_id();
+        shared->other_ran.store(true);
+      },
+      0ms);
+  shared->other_stored.open();
+  // Give a wrong implementation the chance to run the other task elsewhere.
+  EXPECT_FALSE(shared->other.wait_for(50ms));
+  EXPECT_FALSE(shared->other_ran.load());
+  shared->release_slow.open();
+  ASSERT_TRUE(slow.wait_for(kMustHappen));
+  EXPECT_EQ(shared->other_state_seen_by_slow.load(), static_cast<int>(TaskState::waiting));
+  ASSERT_TRUE(shared->other.wait_for(kMustHappen));
+  EXPECT_TRUE(shared->other_ran.load());
+  EXPECT_EQ(shared->other_thread, shared->slow_thread);  // both on the indicator
+  shared->other = TimerFuture{};
+}
+
+}  // namespace
+}  // namespace wheeltimer
