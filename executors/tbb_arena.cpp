@@ -4,8 +4,27 @@
 #include <string>
 #include <utility>
 
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* address);
+extern "C" void __tsan_release(void* address);
+#endif
+
 namespace wheeltimer {
 namespace {
+
+// oneTBB is not built with ThreadSanitizer, so TSan cannot see that a job oneTBB constructed on
+// the enqueuing thread happens before it runs on a worker. These tell it, keyed by the job's
+// address; without TSan they are nothing.
+void published([[maybe_unused]] const void* job) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(const_cast<void*>(job));
+#endif
+}
+void received([[maybe_unused]] const void* job) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(const_cast<void*>(job));
+#endif
+}
 
 int checked_concurrency(int max_concurrency) {
   if (max_concurrency != tbb::task_arena::automatic && max_concurrency < 1) {
@@ -33,9 +52,14 @@ void TbbArenaExecutor::execute(Task work) {
   }
   // oneTBB invokes an enqueued functor through a const reference; the Task is mutable state.
   struct Job {
+    Job(Task task, TbbArenaExecutor* executor) noexcept : work(std::move(task)), owner(executor) {}
+    // oneTBB move-constructs the job into its task: the last write before it is published.
+    Job(Job&& other) noexcept : work(std::move(other.work)), owner(other.owner) { published(this); }
+
     mutable Task work;
     TbbArenaExecutor* owner;
     void operator()() const noexcept {
+      received(this);
       try {
         work();
       } catch (...) {  // a throwing task never kills an arena worker
