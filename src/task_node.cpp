@@ -39,12 +39,14 @@ std::exception_ptr TaskNode::error() const noexcept {
   return is_settled(word_.load(std::memory_order_acquire)) ? error_ : nullptr;
 }
 
-bool TaskNode::cancel() noexcept {
-  const auto old = transition(kStateMask, kWaiting, [](std::uint32_t w) {
+bool TaskNode::cancel() noexcept { return cancel_if(kStateMask, kWaiting); }
+
+bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
+  const auto old = transition(mask, expected, [](std::uint32_t w) {
     return (w & (kWaiter | kEpochMask)) | kCanceled;
   });
   if (!old) return false;
-  if (*old & kAttached) owner_->on_canceled(this);
+  if (*old & kAttached) owner_->on_canceled(this);  // pending() drops before anyone is woken
   finish_cancel(*old);
   return true;
 }
@@ -74,13 +76,8 @@ std::optional<std::uint32_t> TaskNode::mark_dispatched() noexcept {
 }
 
 bool TaskNode::refuse(std::uint32_t epoch) noexcept {
-  const auto old = transition(kStateMask | kAttached | kDispatched | kEpochMask,
-                              kWaiting | kAttached | kDispatched | epoch, [](std::uint32_t w) {
-                                return (w & (kWaiter | kEpochMask)) | kCanceled;
-                              });
-  if (!old) return false;
-  finish_cancel(*old);
-  return true;
+  return cancel_if(kStateMask | kAttached | kDispatched | kEpochMask,
+                   kWaiting | kAttached | kDispatched | epoch);
 }
 
 bool TaskNode::detach() noexcept {

@@ -50,9 +50,10 @@ class TaskNode {
   TaskNode& operator=(const TaskNode&) = delete;
 
   void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept {
+  // Drops `count` references at once; the last one deletes the node.
+  void release(std::uint32_t count = 1) noexcept {
     // acq_rel: the last owner must see every other owner's writes before deleting.
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (refs_.fetch_sub(count, std::memory_order_acq_rel) == count) delete this;
   }
 
   TaskState state() const noexcept {
@@ -75,8 +76,8 @@ class TaskNode {
   bool start_detached() noexcept;
   // Marks an attached WAITING node as handed to the executor; returns the new epoch.
   std::optional<std::uint32_t> mark_dispatched() noexcept;
-  // WAITING, dispatched under `epoch` -> CANCELED: the executor refused the work. The caller
-  // lowers pending() and reports the refusal.
+  // WAITING, dispatched under `epoch` -> CANCELED, exactly as cancel() does it: the executor
+  // refused the work.
   bool refuse(std::uint32_t epoch) noexcept;
   // WAITING, attached -> WAITING, detached (stop() handing it back).
   bool detach() noexcept;
@@ -129,6 +130,7 @@ class TaskNode {
     return current;
   }
   bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
+  bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
   // Settles a node this thread took out of WAITING into CANCELED.
   void finish_cancel(std::uint32_t old_word) noexcept;
   void finish() noexcept;

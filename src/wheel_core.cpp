@@ -115,10 +115,7 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
     node = new TaskNode(std::move(task), deadline, this);
     if (!inbound_.enqueue(node)) throw std::bad_alloc();
   } catch (...) {
-    if (node != nullptr) {  // nobody else has seen it: drop both of its references
-      node->release();
-      node->release();
-    }
+    if (node != nullptr) node->release(2);  // nobody else has seen it: both references
     unadmit();
     throw;
   }
@@ -144,8 +141,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     } else {
       producer_done();  // a concurrent cancel() already settled it
     }
-    node->release();
-    node->release();
+    node->release(2);  // ours and the future's that will not be returned
     throw std::bad_alloc();
   }
   producer_done();
@@ -230,11 +226,9 @@ void WheelCore::unlink_canceled() {
     done += count;
     for (std::size_t i = 0; i < count; ++i) {
       TaskNode* node = batch[i];
-      if (node->in_wheel) {
-        wheel_.unlink(node);
-        node->release();  // the wheel's reference
-      }
-      node->release();  // the queue entry's reference
+      const bool in_wheel = node->in_wheel;
+      if (in_wheel) wheel_.unlink(node);
+      node->release(in_wheel ? 2 : 1);  // the queue entry's reference, and the wheel's if linked
     }
   }
 }
@@ -264,9 +258,9 @@ void WheelCore::dispatch(TaskNode* node) {
   try {
     options_.executor->execute(ExecutorWork(this, node, *epoch));
   } catch (...) {
-    // The executor refused the work: the task is canceled (it never ran) and on_error is told.
-    if (node->refuse(*epoch)) settled_one();
+    // The executor refused the work: on_error is told, then the task is canceled (it never ran).
     report(std::current_exception());
+    node->refuse(*epoch);
   }
 }
 

@@ -1,0 +1,137 @@
+// Faults: an executor that refuses work, an allocation failure inside schedule(), an on_error
+// that throws. In each case no task may vanish, pending() must stay exact, and the timer must keep
+// working afterwards.
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace {
+
+// Replaced global allocation, so a test can make the next allocation on its own thread fail.
+thread_local int allocations_until_failure = -1;  // -1: never fail
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (allocations_until_failure == 0) {
+    allocations_until_failure = -1;
+    throw std::bad_alloc();
+  }
+  if (allocations_until_failure > 0) --allocations_until_failure;
+  if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
+  throw std::bad_alloc();
+}
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+
+namespace wheeltimer {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::kMustHappen;
+
+// Refuses every task while `refusing` is set, then runs them inline.
+class RefusingExecutor final : public Executor {
+ public:
+  std::atomic<bool> refusing{true};
+  void execute(Task work) override {
+    if (refusing.load()) throw std::runtime_error("executor is shut down");
+    work();
+  }
+};
+
+struct ErrorLog {
+  std::mutex mutex;
+  std::vector<std::exception_ptr> errors;
+  void add(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    errors.push_back(std::move(error));
+  }
+  std::size_t size() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return errors.size();
+  }
+};
+
+class FaultsTest : public ::testing::Test {};
+
+TEST_F(FaultsTest, RefusedTaskIsCanceledReportedAndNeverRuns) {
+  auto executor = std::make_shared<RefusingExecutor>();
+  auto log = std::make_shared<ErrorLog>();
+  TimerOptions options;
+  options.executor = executor;
+  options.on_error = [log](std::exception_ptr error) { log->add(std::move(error)); };
+  HashedWheelTimer timer(options);
+
+  std::atomic<int> ran{0};
+  TimerFuture refused = timer.schedule([&ran] { ran.fetch_add(1); }, 0ms);
+  ASSERT_TRUE(refused.wait_for(kMustHappen));
+  EXPECT_EQ(refused.state(), TaskState::canceled);
+  EXPECT_EQ(refused.exception(), nullptr);  // the task itself threw nothing
+  EXPECT_EQ(timer.pending(), 0u);
+  ASSERT_EQ(log->size(), 1u);
+  try {
+    std::rethrow_exception(log->errors.front());
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "executor is shut down");
+  }
+
+  // The indicator survived: once the executor accepts work again, tasks run.
+  executor->refusing = false;
+  TimerFuture accepted = timer.schedule([&ran] { ran.fetch_add(1); }, 1ms);
+  ASSERT_TRUE(accepted.wait_for(kMustHappen));
+  EXPECT_EQ(accepted.state(), TaskState::finished);
+  EXPECT_EQ(ran.load(), 1);  // only the accepted one
+}
+
+TEST_F(FaultsTest, BadAllocInsideScheduleLeavesNothingHalfInserted) {
+  HashedWheelTimer timer;
+  auto far = timer.schedule([] {}, 1h);
+  ASSERT_EQ(timer.pending(), 1u);
+
+  auto capture = std::make_shared<int>(7);
+  allocations_until_failure = 0;  // the task node's allocation fails
+  EXPECT_THROW(timer.schedule([capture] {}, 0ms), std::bad_alloc);
+  allocations_until_failure = -1;
+  EXPECT_EQ(timer.pending(), 1u);
+  EXPECT_EQ(capture.use_count(), 1);  // the refused task's captures were destroyed, not leaked
+
+  // Still fully usable.
+  auto after = timer.schedule([] {}, 0ms);
+  ASSERT_TRUE(after.wait_for(kMustHappen));
+  EXPECT_EQ(after.state(), TaskState::finished);
+  auto handed_back = timer.stop();
+  ASSERT_EQ(handed_back.size(), 1u);
+  EXPECT_EQ(handed_back.front().future(), far);
+}
+
+TEST_F(FaultsTest, ThrowingOnErrorIsSwallowedAndTimerKeepsTicking) {
+  std::atomic<int> told{0};
+  TimerOptions options;
+  options.on_error = [&told](std::exception_ptr) {
+    told.fetch_add(1);
+    throw std::logic_error("on_error failed too");
+  };
+  HashedWheelTimer timer(options);
+  auto first = timer.schedule([] { throw 42; }, 0ms);  // a non-std exception type
+  ASSERT_TRUE(first.wait_for(kMustHappen));
+  EXPECT_EQ(first.state(), TaskState::finished);
+  ASSERT_NE(first.exception(), nullptr);
+  EXPECT_THROW(std::rethrow_exception(first.exception()), int);
+
+  auto second = timer.schedule([] {}, 1ms);
+  ASSERT_TRUE(second.wait_for(kMustHappen));
+  EXPECT_EQ(second.state(), TaskState::finished);
+  EXPECT_EQ(told.load(), 1);
+}
+
+}  // namespace
+}  // namespace wheeltimer
