@@ -31,7 +31,9 @@ struct TimerOptions {
   // Where expired tasks run. Null: inline, on the indicator thread.
   std::shared_ptr<Executor> executor;
   // Told of every exception a task throws, on the thread that ran it, before the task's future
-  // turns FINISHED. An exception thrown by on_error itself is swallowed.
+  // turns FINISHED; with a pool executor that may be several threads at once. Also told, on the
+  // indicator thread, when the executor's execute() throws (that task is then CANCELED). An
+  // exception thrown by on_error itself is swallowed.
   std::function<void(std::exception_ptr)> on_error;
   // The indicator thread's name (as `top -H` shows it), cut to 15 characters.
   std::string thread_name = "wheeltimer";
