@@ -1,34 +1,11 @@
 #include <wheeltimer/hashed_wheel_timer.hpp>
 
-#include <bit>
-#include <stdexcept>
-#include <string>
-
 #include "wheel_core.hpp"
 
 namespace wheeltimer {
-namespace {
-
-constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
-
-TimerOptions validated(TimerOptions options) {
-  if (options.tick <= Clock::duration::zero()) {
-    throw std::invalid_argument("wheeltimer: TimerOptions::tick must be > 0, got " +
-                                std::to_string(options.tick.count()) + " ns");
-  }
-  if (options.wheel_size == 0 || options.wheel_size > kMaxWheelSize) {
-    throw std::invalid_argument("wheeltimer: TimerOptions::wheel_size must be in 1.." +
-                                std::to_string(kMaxWheelSize) + ", got " +
-                                std::to_string(options.wheel_size));
-  }
-  options.wheel_size = std::bit_ceil(options.wheel_size);
-  return options;
-}
-
-}  // namespace
 
 HashedWheelTimer::HashedWheelTimer(TimerOptions options)
-    : core_(std::make_unique<detail::WheelCore>(validated(std::move(options)))) {}
+    : core_(std::make_unique<detail::WheelCore>(std::move(options))) {}
 
 HashedWheelTimer::~HashedWheelTimer() { core_->stop(); }
 

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -31,6 +32,22 @@ constexpr std::size_t kMinPrune = 1024;
 // The timer whose task (or on_error) this thread is running, so stop() can refuse to wait for
 // itself.
 thread_local const WheelCore* running_in = nullptr;
+
+constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
+
+TimerOptions validated(TimerOptions options) {
+  if (options.tick <= Clock::duration::zero()) {
+    throw std::invalid_argument("wheeltimer: TimerOptions::tick must be > 0, got " +
+                                std::to_string(options.tick.count()) + " ns");
+  }
+  if (options.wheel_size == 0 || options.wheel_size > kMaxWheelSize) {
+    throw std::invalid_argument("wheeltimer: TimerOptions::wheel_size must be in 1.." +
+                                std::to_string(kMaxWheelSize) + ", got " +
+                                std::to_string(options.wheel_size));
+  }
+  options.wheel_size = std::bit_ceil(options.wheel_size);
+  return options;
+}
 
 }  // namespace
 
@@ -61,9 +78,10 @@ class WheelCore::ExecutorWork {
   std::uint32_t epoch_;
 };
 
-WheelCore::WheelCore(TimerOptions options)
-    : options_(std::move(options)),
-      start_(Clock::now()),
+WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
+    : options_(validated(std::move(options))),
+      time_(std::move(time)),
+      start_(time_->now()),
       wheel_(options_.wheel_size),
       prune_at_(kMinPrune) {
   indicator_ = std::thread([this] { run_indicator(); });
@@ -160,27 +178,13 @@ void WheelCore::on_canceled(TaskNode* node) noexcept {
 
 void WheelCore::run_indicator() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
-  while (sleep_until_tick(current_tick_ + 1)) {
+  while (time_->sleep_until(tick_time(current_tick_ + 1))) {
     ++current_tick_;
     transfer_inbound();
     unlink_canceled();
     expire_current_tick();
     prune_dispatched();
   }
-}
-
-bool WheelCore::sleep_until_tick(std::uint64_t tick) {
-  const Clock::time_point due = tick_time(tick);
-  std::unique_lock<std::mutex> lock(sleep_mutex_);
-  while (!exit_requested_) {
-    if (Clock::now() >= due) return true;  // checked here, never trusted from the wait's result
-    if (due == Clock::time_point::max()) {
-      wake_.wait(lock);
-    } else {
-      wake_.wait_until(lock, due);
-    }
-  }
-  return false;
 }
 
 Clock::time_point WheelCore::tick_time(std::uint64_t tick) const noexcept {
@@ -302,11 +306,7 @@ std::vector<PendingTask> WheelCore::stop() {
   std::lock_guard<std::mutex> guard(stop_mutex_);
   if (stopped_) return {};
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
-  {
-    std::lock_guard<std::mutex> lock(sleep_mutex_);
-    exit_requested_ = true;
-  }
-  wake_.notify_all();
+  time_->interrupt();
   indicator_.join();
   // Producers counted before the flag finish pushing; the ones after it back out with Stopped.
   while ((control_.load(std::memory_order_acquire) & kProducerMask) != 0) {

@@ -16,10 +16,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,13 +29,17 @@
 #include <wheeltimer/timer.hpp>
 
 #include "task_node.hpp"
+#include "time_source.hpp"
 #include "wheel.hpp"
 
 namespace wheeltimer::detail {
 
 class WheelCore {
  public:
-  explicit WheelCore(TimerOptions options);  // validated by the caller
+  // Starts the indicator on `time`. Invalid options are std::invalid_argument naming the value;
+  // wheel_size is rounded up to a power of two.
+  explicit WheelCore(TimerOptions options,
+                     std::unique_ptr<TimeSource> time = std::make_unique<SteadyTimeSource>());
   ~WheelCore();
   WheelCore(const WheelCore&) = delete;
   WheelCore& operator=(const WheelCore&) = delete;
@@ -61,7 +65,6 @@ class WheelCore {
   void settled_one() noexcept;  // one pending task left (started, canceled or handed back)
 
   void run_indicator();
-  bool sleep_until_tick(std::uint64_t tick);  // false when stop() asked the indicator to exit
   Clock::time_point tick_time(std::uint64_t tick) const noexcept;
   std::uint64_t target_tick(Clock::time_point deadline) const noexcept;
   void transfer_inbound();
@@ -73,6 +76,7 @@ class WheelCore {
   void prune_dispatched();
 
   const TimerOptions options_;
+  const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
 
   // Written by every producer: kept on its own cache line, away from the indicator's fields.
@@ -87,10 +91,6 @@ class WheelCore {
   std::vector<TaskNode*> due_;         // this tick's expired nodes, reused
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
   std::size_t prune_at_;
-
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
-  bool exit_requested_ = false;  // guarded by sleep_mutex_
 
   std::mutex stop_mutex_;
   bool stopped_ = false;  // guarded by stop_mutex_
