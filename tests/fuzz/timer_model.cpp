@@ -1,0 +1,404 @@
+#include "timer_model.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <wheeltimer/wheeltimer.hpp>
+
+#include "manual_clock.hpp"
+#include "wheel_core.hpp"
+
+namespace wheeltimer::fuzz {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::ManualClock;
+using detail::WheelCore;
+
+constexpr Clock::duration kTick = 1ms;
+constexpr std::size_t kMaxOperations = 64;
+constexpr auto kDueWithin = 10s;  // a due task handed to a pool must start by then
+
+// Reads the input front to back; zeros once it runs out.
+class Bytes {
+ public:
+  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  bool empty() const { return position_ >= size_; }
+  std::uint8_t next() { return position_ < size_ ? data_[position_++] : 0; }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t position_ = 0;
+};
+
+// What a task's body records. Written by the task before its future turns FINISHED; read by the
+// checker only after it has seen FINISHED (or to confirm that a task never ran).
+struct Probe {
+  std::atomic<int> runs{0};
+  Clock::time_point ran_at{};
+};
+
+enum class Fate { waiting, finished, canceled, handed_back };
+enum class Throws { nothing, an_int, a_runtime_error };
+
+struct ModelTask {
+  TimerFuture future;
+  Clock::time_point deadline;
+  Throws throws = Throws::nothing;
+  Fate fate = Fate::waiting;
+  int owner = -1;                 // the timer it waits in, while fate == waiting
+  Clock::time_point fires_at;     // when the owner's wheel reaches it
+  bool run_by_caller = false;     // PendingTask::run(): no deadline applies
+};
+
+struct ModelTimer {
+  std::unique_ptr<WheelCore> core;
+  Clock::time_point start;
+  bool stopped = false;
+};
+
+struct HandedBack {
+  std::optional<PendingTask> task;  // empty once run, adopted or dropped
+  std::size_t model_index;
+};
+
+class Checker {
+ public:
+  explicit Checker(Bytes& bytes) : bytes_(bytes) {
+    const std::uint8_t setup = bytes_.next(), limit = bytes_.next();
+    options_.tick = kTick;
+    options_.wheel_size = std::size_t{1} << (setup % 7);  // 1 .. 64 slots
+    options_.max_pending = limit % 4 == 0 ? (limit >> 2) % 8 + 1 : 0;  // a quarter have a limit
+    switch ((setup >> 3) % 4) {
+      case 0: break;  // inline on the indicator
+      case 1: options_.executor = std::make_shared<InlineExecutor>(); break;
+      case 2: options_.executor = std::make_shared<CallerRunsPool>(1, 2); break;
+      default:
+#if WHEELTIMER_HAS_TBB
+        options_.executor = std::make_shared<TbbArenaExecutor>(1);
+#else
+        options_.executor = std::make_shared<CallerRunsPool>(2, 1);
+#endif
+        break;
+    }
+    inline_ = !options_.executor || dynamic_cast<InlineExecutor*>(options_.executor.get());
+    add_timer();
+  }
+
+  std::string run() {
+    for (std::size_t step = 0; step < kMaxOperations && !bytes_.empty() && error_.empty(); ++step) {
+      const std::uint8_t op = bytes_.next();
+      switch (op % 8) {
+        case 0:
+        case 1: schedule(); break;
+        case 2: cancel(); break;
+        case 3: advance(); break;
+        case 4: stop(timer_for(bytes_.next())); break;
+        case 5: adopt(); break;
+        case 6: run_handed_back(); break;
+        default: drop_handed_back(); break;
+      }
+      if (error_.empty()) check("after operation " + std::to_string(step));
+    }
+    if (error_.empty()) finish();
+    return error_;
+  }
+
+ private:
+  void add_timer() {
+    ModelTimer timer;
+    timer.core = std::make_unique<WheelCore>(options_, clock_->source());
+    timer.start = clock_->now();
+    timers_.push_back(std::move(timer));
+  }
+
+  // 0 is the first timer; an odd byte picks the second, creating it on first use.
+  int timer_for(std::uint8_t byte) {
+    if ((byte & 1) == 0) return 0;
+    if (timers_.size() < 2) add_timer();
+    return 1;
+  }
+
+  std::size_t waiting_in(int timer) const {
+    return static_cast<std::size_t>(std::count_if(tasks_.begin(), tasks_.end(), [&](const auto& t) {
+      return t.fate == Fate::waiting && t.owner == timer;
+    }));
+  }
+
+  // The wheel has processed every tick up to now when a task arrives; it picks the task up on the
+  // next tick and runs it on the first tick at or after its deadline, whichever is later.
+  Clock::time_point fire_time(int timer, Clock::time_point deadline) const {
+    if (deadline == Clock::time_point::max()) return Clock::time_point::max();
+    const Clock::time_point start = timers_[static_cast<std::size_t>(timer)].start;
+    const auto processed = (clock_->now() - start) / kTick;
+    const auto target = deadline <= start ? 0 : ((deadline - start) + kTick - 1ns) / kTick;
+    return start + std::max<decltype(processed)>(target, processed + 1) * kTick;
+  }
+
+  bool refuses(int timer, const char* operation, std::exception_ptr& refusal,
+               std::optional<std::string>& expected) {
+    const ModelTimer& model = timers_[static_cast<std::size_t>(timer)];
+    if (model.stopped) {
+      expected = "Stopped";
+    } else if (options_.max_pending != 0 && waiting_in(timer) >= options_.max_pending) {
+      expected = "Rejected";
+    }
+    std::string got;
+    try {
+      if (refusal) std::rethrow_exception(refusal);
+    } catch (const Stopped&) {
+      got = "Stopped";
+    } catch (const Rejected&) {
+      got = "Rejected";
+    }
+    if (got != expected.value_or("")) {
+      fail(std::string(operation) + " on timer " + std::to_string(timer) + ": expected " +
+           expected.value_or("acceptance") + ", got " + (got.empty() ? "acceptance" : got));
+    }
+    return !got.empty();
+  }
+
+  void schedule() {
+    const std::uint8_t how = bytes_.next(), delay = bytes_.next(), fraction = bytes_.next();
+    const int timer = timer_for(how);
+    const Clock::time_point now = clock_->now();
+    Clock::time_point deadline;
+    if (delay == 255) {
+      deadline = Clock::time_point::max();
+    } else if (delay >= 240) {
+      deadline = now - (delay - 239) * kTick / 2;
+    } else {
+      deadline = now + static_cast<int>(delay % (4 * options_.wheel_size + 4)) * kTick +
+                 fraction * (kTick / 256);
+    }
+    ModelTask task;
+    task.deadline = deadline;
+    task.throws = static_cast<Throws>((how >> 1) % 3);
+    Probe& probe = probes_.emplace_back();
+    const Throws throws = task.throws;
+    ManualClock* clock = clock_.get();
+    std::exception_ptr refusal;
+    try {
+      task.future = timers_[static_cast<std::size_t>(timer)].core->schedule_at(
+          [&probe, clock, throws] {
+            probe.ran_at = clock->now();
+            probe.runs.fetch_add(1);
+            if (throws == Throws::an_int) throw 7;
+            if (throws == Throws::a_runtime_error) throw std::runtime_error("task failed");
+          },
+          deadline);
+    } catch (...) {
+      refusal = std::current_exception();
+    }
+    std::optional<std::string> expected;
+    if (refuses(timer, "schedule", refusal, expected)) {
+      probes_.pop_back();
+      return;
+    }
+    task.owner = timer;
+    task.fires_at = fire_time(timer, deadline);
+    tasks_.push_back(std::move(task));
+  }
+
+  void cancel() {
+    const std::uint8_t which = bytes_.next();
+    if (tasks_.empty()) return;
+    ModelTask& task = tasks_[which % tasks_.size()];
+    const bool expected = task.fate == Fate::waiting || task.fate == Fate::handed_back;
+    const bool got = task.future.cancel();
+    if (got != expected) return fail("cancel() returned " + std::to_string(got));
+    if (got) task.fate = Fate::canceled;
+  }
+
+  void advance() {
+    const std::uint8_t ticks = bytes_.next(), fraction = bytes_.next();
+    clock_->advance(static_cast<int>(ticks % (2 * options_.wheel_size + 3)) * kTick +
+                    fraction * (kTick / 256));
+    const Clock::time_point now = clock_->now();
+    for (ModelTask& task : tasks_) {
+      if (task.fate != Fate::waiting || task.fires_at > now) continue;
+      // An inline task has run by the time advance() returns; a pool may still be running it.
+      if (!inline_ && !task.future.wait_for(kDueWithin)) {
+        return fail("a task due at tick time " + describe(task.fires_at) + " never finished");
+      }
+      task.fate = Fate::finished;
+    }
+  }
+
+  void stop(int timer) {
+    ModelTimer& model = timers_[static_cast<std::size_t>(timer)];
+    std::vector<PendingTask> returned = model.core->stop();
+    if (model.stopped) {
+      if (!returned.empty()) fail("a second stop() returned tasks");
+      return;
+    }
+    model.stopped = true;
+    std::vector<std::size_t> expected;
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      if (tasks_[i].fate == Fate::waiting && tasks_[i].owner == timer) expected.push_back(i);
+    }
+    if (returned.size() != expected.size()) {
+      return fail("stop() returned " + std::to_string(returned.size()) + " tasks, expected " +
+                  std::to_string(expected.size()));
+    }
+    const auto by_deadline = [](const PendingTask& a, const PendingTask& b) {
+      return a.deadline() < b.deadline();
+    };
+    if (!std::is_sorted(returned.begin(), returned.end(), by_deadline)) {
+      return fail("stop() did not order tasks by deadline");
+    }
+    for (std::size_t i = 0; i < returned.size(); ++i) {
+      const TimerFuture future = returned[i].future();
+      const auto match = std::find_if(expected.begin(), expected.end(), [&](std::size_t index) {
+        return tasks_[index].future == future;
+      });
+      if (match == expected.end()) return fail("stop() returned a task that was not waiting");
+      ModelTask& task = tasks_[*match];
+      if (returned[i].deadline() != task.deadline) return fail("a handed-back deadline changed");
+      task.fate = Fate::handed_back;
+      task.owner = -1;
+      handed_back_.push_back({std::move(returned[i]), *match});
+      expected.erase(match);
+    }
+  }
+
+  HandedBack* pick_handed_back() {
+    const std::uint8_t which = bytes_.next();
+    if (handed_back_.empty()) return nullptr;
+    HandedBack& entry = handed_back_[which % handed_back_.size()];
+    return entry.task ? &entry : nullptr;
+  }
+
+  void adopt() {
+    HandedBack* entry = pick_handed_back();
+    const int timer = timer_for(bytes_.next());
+    if (entry == nullptr) return;
+    ModelTask& task = tasks_[entry->model_index];
+    std::exception_ptr refusal;
+    TimerFuture returned;
+    try {
+      returned = timers_[static_cast<std::size_t>(timer)].core->adopt(std::move(*entry->task));
+    } catch (...) {
+      refusal = std::current_exception();
+    }
+    entry->task.reset();
+    std::optional<std::string> expected;
+    if (refuses(timer, "adopt", refusal, expected)) {
+      task.fate = Fate::canceled;  // a refused task's future is canceled
+      return;
+    }
+    if (!(returned == task.future)) return fail("adopt() returned a different future");
+    if (task.fate == Fate::canceled) return;  // canceled meanwhile: nothing scheduled
+    task.fate = Fate::waiting;
+    task.owner = timer;
+    task.fires_at = fire_time(timer, task.deadline);
+  }
+
+  void run_handed_back() {
+    HandedBack* entry = pick_handed_back();
+    if (entry == nullptr) return;
+    ModelTask& task = tasks_[entry->model_index];
+    entry->task->run();
+    entry->task.reset();
+    if (task.fate == Fate::handed_back) {
+      task.fate = Fate::finished;
+      task.run_by_caller = true;
+    }
+  }
+
+  void drop_handed_back() {
+    HandedBack* entry = pick_handed_back();
+    if (entry == nullptr) return;
+    entry->task.reset();
+    ModelTask& task = tasks_[entry->model_index];
+    if (task.fate == Fate::handed_back) task.fate = Fate::canceled;
+  }
+
+  // Stops every timer and drops what they hand back: every task must end FINISHED or CANCELED.
+  void finish() {
+    for (std::size_t timer = 0; timer < timers_.size() && error_.empty(); ++timer) {
+      stop(static_cast<int>(timer));
+    }
+    for (HandedBack& entry : handed_back_) {
+      if (!entry.task) continue;
+      entry.task.reset();
+      ModelTask& task = tasks_[entry.model_index];
+      if (task.fate == Fate::handed_back) task.fate = Fate::canceled;
+    }
+    if (error_.empty()) check("at the end");
+  }
+
+  void check(const std::string& when) {
+    const Clock::time_point now = clock_->now();
+    for (std::size_t i = 0; i < tasks_.size() && error_.empty(); ++i) {
+      const ModelTask& task = tasks_[i];
+      const Probe& probe = probes_[i];
+      const TaskState expected = task.fate == Fate::finished   ? TaskState::finished
+                                 : task.fate == Fate::canceled ? TaskState::canceled
+                                                               : TaskState::waiting;
+      const std::string which = when + ", task " + std::to_string(i) + " (deadline " +
+                                describe(task.deadline) + ", now " + describe(now) + ")";
+      if (task.future.state() != expected) {
+        return fail(which + ": state " + std::string(to_string(task.future.state())) +
+                    ", model says " + std::string(to_string(expected)));
+      }
+      const int runs = probe.runs.load();
+      if (runs != (task.fate == Fate::finished ? 1 : 0)) {
+        return fail(which + ": ran " + std::to_string(runs) + " times");
+      }
+      if (task.fate != Fate::finished) continue;
+      if (!task.run_by_caller && probe.ran_at < task.deadline) return fail(which + ": ran early");
+      if ((task.future.exception() != nullptr) != (task.throws != Throws::nothing)) {
+        return fail(which + ": exception() does not match what the task threw");
+      }
+    }
+    for (std::size_t timer = 0; timer < timers_.size() && error_.empty(); ++timer) {
+      const std::size_t expected = timers_[timer].stopped ? 0 : waiting_in(static_cast<int>(timer));
+      const std::size_t got = timers_[timer].core->pending();
+      if (got != expected) {
+        fail(when + ": timer " + std::to_string(timer) + " pending() " + std::to_string(got) +
+             ", model says " + std::to_string(expected));
+      }
+    }
+  }
+
+  std::string describe(Clock::time_point time) const {
+    if (time == Clock::time_point::max()) return "never";
+    std::ostringstream text;
+    text << std::chrono::duration<double, std::milli>(time - origin_).count() << " ms";
+    return text.str();
+  }
+
+  void fail(const std::string& message) {
+    if (error_.empty()) error_ = message;
+  }
+
+  Bytes& bytes_;
+  // Declared first so they outlive the executor and timers (queued work refers to probes).
+  std::deque<Probe> probes_;
+  std::shared_ptr<ManualClock> clock_ = ManualClock::create();
+  const Clock::time_point origin_ = clock_->now();
+  TimerOptions options_;
+  bool inline_ = true;
+  std::vector<ModelTimer> timers_;
+  std::vector<ModelTask> tasks_;
+  std::vector<HandedBack> handed_back_;
+  std::string error_;
+};
+
+}  // namespace
+
+std::string check_against_model(const std::uint8_t* data, std::size_t size) {
+  Bytes bytes(data, size);
+  return Checker(bytes).run();
+}
+
+}  // namespace wheeltimer::fuzz

@@ -1,0 +1,23 @@
+// A reference model of a timer, and a checker that runs the real thing beside it.
+//
+// check_against_model() decodes bytes into a sequence of operations on up to two timers that
+// share one ManualClock and one executor: schedule (with a delay, due now, in the past or
+// saturated; some tasks throw), cancel, advance the clock, stop, adopt a handed-back task into a
+// timer, run it directly, or drop it. After every step it compares the timers with the model:
+// which tasks ran, when (never before their deadline, and exactly when the model says the wheel
+// reaches them), every future's state and exception, and each timer's pending().
+//
+// The libFuzzer target (fuzz_target.cpp) and the replay test (replay_test.cpp) both call it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace wheeltimer::fuzz {
+
+// Runs the operations `data` encodes; returns "" if the timers agreed with the model throughout,
+// otherwise a description of the first disagreement.
+std::string check_against_model(const std::uint8_t* data, std::size_t size);
+
+}  // namespace wheeltimer::fuzz
