@@ -3,10 +3,12 @@
 // working afterwards.
 #include <atomic>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -29,8 +31,12 @@ void* operator new(std::size_t size) {
   if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
   throw std::bad_alloc();
 }
+// GCC cannot see that these replacements pair with the malloc() above.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+#pragma GCC diagnostic pop
 
 namespace wheeltimer {
 namespace {
@@ -131,6 +137,56 @@ TEST_F(FaultsTest, ThrowingOnErrorIsSwallowedAndTimerKeepsTicking) {
   ASSERT_TRUE(second.wait_for(kMustHappen));
   EXPECT_EQ(second.state(), TaskState::finished);
   EXPECT_EQ(told.load(), 1);
+}
+
+// A task that drops the last handle to itself keeps running: the timer holds its own reference.
+TEST_F(FaultsTest, TaskDestroyingTheLastFutureToItselfIsHarmless) {
+  HashedWheelTimer timer;
+  auto self = std::make_shared<TimerFuture>();
+  std::promise<TaskState> seen;
+  *self = timer.schedule(
+      [self, &seen]() mutable {
+        *self = TimerFuture();  // the last handle anybody else had
+        self.reset();
+        seen.set_value(TaskState::running);
+      },
+      0ms);
+  self.reset();  // only the task's capture still refers to the slot
+  auto result = seen.get_future();
+  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_EQ(result.get(), TaskState::running);
+  EXPECT_TRUE(timer.stop().empty());
+}
+
+// An executor that records which thread destroyed it.
+class RecordingPool final : public Executor {
+ public:
+  explicit RecordingPool(std::atomic<std::thread::id>* destroyed_on) : destroyed_on_(destroyed_on) {}
+  ~RecordingPool() override { destroyed_on_->store(std::this_thread::get_id()); }
+  void execute(Task work) override { pool_.execute(std::move(work)); }
+
+ private:
+  std::atomic<std::thread::id>* destroyed_on_;
+  CallerRunsPool pool_{2, 16};
+};
+
+// A task that drops the user's last reference to the executor: the timer keeps it alive until its
+// stop() has returned, and the last reference is never released on one of the pool's threads.
+TEST_F(FaultsTest, TaskDroppingTheLastOutsideReferenceToTheExecutor) {
+  std::atomic<std::thread::id> destroyed_on{};
+  auto executor = std::make_shared<RecordingPool>(&destroyed_on);
+  auto options = TimerOptions();
+  options.executor = executor;
+  auto timer = std::make_unique<HashedWheelTimer>(std::move(options));
+  auto holder = std::make_shared<std::shared_ptr<RecordingPool>>(std::move(executor));
+  auto first = timer->schedule([holder] { holder->reset(); }, 0ms);
+  ASSERT_TRUE(first.wait_for(kMustHappen));
+  auto second = timer->schedule([] {}, 1ms);  // the timer still has a working executor
+  ASSERT_TRUE(second.wait_for(kMustHappen));
+  EXPECT_EQ(second.state(), TaskState::finished);
+  EXPECT_EQ(destroyed_on.load(), std::thread::id{});
+  timer.reset();
+  EXPECT_EQ(destroyed_on.load(), std::this_thread::get_id());
 }
 
 }  // namespace
