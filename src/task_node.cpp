@@ -46,7 +46,8 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
     return (w & (kWaiter | kEpochMask)) | kCanceled;
   });
   if (!old) return false;
-  if (*old & kAttached) owner_->on_canceled(this);  // pending() drops before anyone is woken
+  // pending() drops before anyone is woken.
+  if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
   finish_cancel(*old);
   return true;
 }
@@ -68,9 +69,16 @@ bool TaskNode::start_dispatched(std::uint32_t epoch) noexcept {
 
 bool TaskNode::start_detached() noexcept { return start(kStateMask | kAttached, kWaiting); }
 
+bool TaskNode::enter_wheel() noexcept {
+  return transition(kStateMask, kWaiting, [](std::uint32_t w) { return w | kInWheel; })
+      .has_value();
+}
+
 std::optional<std::uint32_t> TaskNode::mark_dispatched() noexcept {
   const auto old = transition(kStateMask | kAttached | kDispatched, kWaiting | kAttached,
-                              [](std::uint32_t w) { return (w + kEpochUnit) | kDispatched; });
+                              [](std::uint32_t w) {
+                                return ((w & ~kInWheel) + kEpochUnit) | kDispatched;
+                              });
   if (!old) return std::nullopt;
   return (*old + kEpochUnit) & kEpochMask;
 }
@@ -82,7 +90,7 @@ bool TaskNode::refuse(std::uint32_t epoch) noexcept {
 
 bool TaskNode::detach() noexcept {
   return transition(kStateMask | kAttached, kWaiting | kAttached, [](std::uint32_t w) {
-           return w & ~(kAttached | kDispatched);
+           return w & ~(kAttached | kDispatched | kInWheel);
          }).has_value();
 }
 

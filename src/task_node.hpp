@@ -7,6 +7,8 @@
 //   bit  2    kAttached:   counted in the owning timer's pending(); owner_ is that timer
 //   bit  3    kDispatched: handed to the executor under the epoch in bits 8-31
 //   bit  4    kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
+//   bit  5    kInWheel:    the indicator linked it into the wheel (a hint for cancel(); cleared
+//                          by the transitions that take it out)
 //   bits 8-31 epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                          a stopped timer can never start the task after another timer adopted it
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
@@ -40,6 +42,7 @@ class TaskNode {
   static constexpr std::uint32_t kAttached = 1u << 2;
   static constexpr std::uint32_t kDispatched = 1u << 3;
   static constexpr std::uint32_t kWaiter = 1u << 4;
+  static constexpr std::uint32_t kInWheel = 1u << 5;
   static constexpr std::uint32_t kEpochUnit = 1u << 8;
   static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
 
@@ -74,6 +77,9 @@ class TaskNode {
   bool start_dispatched(std::uint32_t epoch) noexcept;
   // WAITING, detached -> RUNNING (PendingTask::run()).
   bool start_detached() noexcept;
+  // Marks a WAITING node as linked into the wheel (the indicator, before linking it); false if it
+  // was canceled on its way.
+  bool enter_wheel() noexcept;
   // Marks an attached WAITING node as handed to the executor; returns the new epoch.
   std::optional<std::uint32_t> mark_dispatched() noexcept;
   // WAITING, dispatched under `epoch` -> CANCELED, exactly as cancel() does it: the executor

@@ -15,13 +15,10 @@
 namespace wheeltimer::detail {
 namespace {
 
-// control_: bits 0-39 pending tasks, bits 40-62 producers inside schedule_at()/adopt(),
-// bit 63 "stop() has begun".
+// control_: bits 0-62 pending tasks, bit 63 "stop() has begun".
 constexpr std::uint64_t kOnePending = 1;
-constexpr std::uint64_t kPendingMask = (std::uint64_t{1} << 40) - 1;
-constexpr std::uint64_t kOneProducer = std::uint64_t{1} << 40;
 constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
-constexpr std::uint64_t kProducerMask = ~kPendingMask & ~kStopping;
+constexpr std::uint64_t kPendingMask = kStopping - 1;
 
 // Netty's cap: a flood of schedule() calls delays the tick by at most this much work; the rest
 // waits in the inbound queue for the next tick.
@@ -104,17 +101,8 @@ void WheelCore::admit(const char* operation) {
       throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
                      std::to_string(options_.max_pending) + ") tasks are already pending");
     }
-  } while (!control_.compare_exchange_weak(current, current + kOnePending + kOneProducer,
+  } while (!control_.compare_exchange_weak(current, current + kOnePending,
                                            std::memory_order_acq_rel, std::memory_order_acquire));
-}
-
-void WheelCore::unadmit() noexcept {
-  control_.fetch_sub(kOnePending + kOneProducer, std::memory_order_acq_rel);
-}
-
-void WheelCore::producer_done() noexcept {
-  // release: stop() waits for the producer count to reach zero, then pops what was pushed.
-  control_.fetch_sub(kOneProducer, std::memory_order_release);
 }
 
 void WheelCore::settled_one() noexcept {
@@ -134,10 +122,9 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
     if (!inbound_.enqueue(node)) throw std::bad_alloc();
   } catch (...) {
     if (node != nullptr) node->release(2);  // nobody else has seen it: both references
-    unadmit();
+    settled_one();
     throw;
   }
-  producer_done();
   return TimerFuture(node);
 }
 
@@ -148,29 +135,29 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   admit("adopt");  // on refusal, `task` goes out of scope and cancels its future
   TaskNode* node = task.release();
   if (!node->attach(this)) {  // canceled since stop() handed it back: schedule nothing
-    unadmit();
+    settled_one();
     return TimerFuture(node);
   }
   node->retain();  // the returned future's reference
   if (!inbound_.enqueue(node)) {
-    if (node->detach()) {
-      unadmit();
+    if (node->detach()) {  // else a concurrent cancel() already settled it
+      settled_one();
       node->cancel();
-    } else {
-      producer_done();  // a concurrent cancel() already settled it
     }
     node->release(2);  // ours and the future's that will not be returned
     throw std::bad_alloc();
   }
-  producer_done();
   return TimerFuture(node);
 }
 
-void WheelCore::on_canceled(TaskNode* node) noexcept {
-  // Queue it so the indicator unlinks it on the next tick instead of at its deadline. If the
+void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
+  // A node already in the wheel is queued so the indicator unlinks it on the next tick instead of
+  // at its deadline; one still in the inbound queue is dropped when the indicator pops it. If the
   // queue cannot grow, the node is still dropped when its slot expires or at stop().
-  node->retain();
-  if (!canceled_.enqueue(node)) node->release();
+  if (in_wheel) {
+    node->retain();
+    if (!canceled_.enqueue(node)) node->release();
+  }
   settled_one();  // last touch of this timer: stop() waits for pending() to reach zero
 }
 
@@ -212,7 +199,7 @@ void WheelCore::transfer_inbound() {
     moved += count;
     for (std::size_t i = 0; i < count; ++i) {
       TaskNode* node = batch[i];
-      if (node->state() != TaskState::waiting) {  // canceled before it reached the wheel
+      if (!node->enter_wheel()) {  // canceled before it reached the wheel
         node->release();
         continue;
       }
@@ -308,10 +295,6 @@ std::vector<PendingTask> WheelCore::stop() {
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
   time_->interrupt();
   indicator_.join();
-  // Producers counted before the flag finish pushing; the ones after it back out with Stopped.
-  while ((control_.load(std::memory_order_acquire) & kProducerMask) != 0) {
-    std::this_thread::yield();
-  }
 
   // The indicator has exited: its wheel, queues and dispatched list are ours now.
   std::vector<PendingTask> handed_back;
@@ -326,20 +309,22 @@ std::vector<PendingTask> WheelCore::stop() {
       node->release();
     }
   };
-  TaskNode* node = nullptr;
-  while (inbound_.try_dequeue(node)) reclaim(node);
   wheel_.drain(reclaim);
   for (TaskNode* dispatched : std::exchange(dispatched_, {})) reclaim(dispatched);
-
   for (TaskNode* started : running) {
     started->wait_until(Clock::time_point::max());
     started->release();
   }
-  // cancel() calls that won on another thread finish queuing their node; then none touches us.
-  while ((control_.load(std::memory_order_acquire) & kPendingMask) != 0) {
+  // Every accepted task keeps pending() above zero until it settles or is reclaimed here. Tasks
+  // that producers admitted before the flag may still be on their way into the inbound queue,
+  // and cancel() calls that won elsewhere may still be finishing: drain until nothing is pending.
+  // After that no thread touches this timer again.
+  for (TaskNode* node = nullptr;;) {
+    while (inbound_.try_dequeue(node)) reclaim(node);
+    if ((control_.load(std::memory_order_acquire) & kPendingMask) == 0) break;
     std::this_thread::yield();
   }
-  while (canceled_.try_dequeue(node)) node->release();
+  for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
 
   std::stable_sort(handed_back.begin(), handed_back.end(),
                    [](const PendingTask& a, const PendingTask& b) {

@@ -9,10 +9,10 @@
 //    stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
 //
-// Memory ordering: `control_` packs the pending count, the number of producers inside
-// schedule_at() and the stopping flag into one word, so "is it stopping?" and "count me" are one
-// atomic step: a producer either sees the flag and backs out, or is counted before stop() sets it
-// and stop() waits for it to finish pushing.
+// Memory ordering: `control_` packs the pending count and the stopping flag into one word, so
+// "is it stopping?" and "count me" are one atomic step: a producer either sees the flag and backs
+// out, or is counted before stop() sets it, and then stop() keeps draining the inbound queue until
+// that task (like every other accepted one) has been reclaimed and pending() is zero.
 #pragma once
 
 #include <atomic>
@@ -51,18 +51,15 @@ class WheelCore {
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
-  // a node attached here.
-  void on_canceled(TaskNode* node) noexcept;
+  // a node attached here; `in_wheel` if the indicator had linked it into the wheel.
+  void on_canceled(TaskNode* node, bool in_wheel) noexcept;
 
  private:
   class ExecutorWork;
 
-  // Counts one task in, or throws Stopped/Rejected; the caller then pushes it and calls
-  // producer_done().
+  // Counts one task in, or throws Stopped/Rejected; the caller then pushes it.
   void admit(const char* operation);
-  void producer_done() noexcept;
-  void unadmit() noexcept;
-  void settled_one() noexcept;  // one pending task left (started, canceled or handed back)
+  void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)
 
   void run_indicator();
   Clock::time_point tick_time(std::uint64_t tick) const noexcept;

@@ -143,15 +143,18 @@ TEST_F(FaultsTest, ThrowingOnErrorIsSwallowedAndTimerKeepsTicking) {
 TEST_F(FaultsTest, TaskDestroyingTheLastFutureToItselfIsHarmless) {
   HashedWheelTimer timer;
   auto self = std::make_shared<TimerFuture>();
+  std::promise<void> slot_filled;
   std::promise<TaskState> seen;
   *self = timer.schedule(
-      [self, &seen]() mutable {
+      [self, filled = slot_filled.get_future(), &seen]() mutable {
+        filled.wait();          // the test has stored this task's future in the slot
         *self = TimerFuture();  // the last handle anybody else had
         self.reset();
         seen.set_value(TaskState::running);
       },
       0ms);
   self.reset();  // only the task's capture still refers to the slot
+  slot_filled.set_value();
   auto result = seen.get_future();
   ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
   EXPECT_EQ(result.get(), TaskState::running);
