@@ -1,0 +1,191 @@
+// Dispatch cost per expired task, inline: what the timer's own thread spends to find a due task,
+// start it, run a trivial body (it counts) and free it.
+//
+// Each batch schedules kTasksPerBatch tasks, untimed, all due at one deadline kLead ahead, then
+// measures the CPU time the timer's thread (wheeltimer's indicator, the heap's worker, asio's io
+// thread) spends from just before that deadline until the last task has run. CPU time of that one
+// thread, rather than wall time until all ran, because wall time would also count the wait for
+// the next 1 ms tick (up to 1 ms per batch, 50 ns per task) and whatever else the noisy machine
+// runs. The window opens kWindowLead before the deadline (this thread sleeps, then spins up to
+// it, so it opens on time); an idle wheeltimer tick that falls inside it (one in five batches;
+// 10-25 us of CPU each on this machine) is counted too, a bias against wheeltimer of < 0.3 ns
+// per task on average.
+// Scheduling (and wheeltimer's move from its inbound queue into the wheel) is not counted.
+// Handles are dropped at once where the timer owns the task (wheeltimer, heap), so the task's
+// memory is freed on the timer's thread and counted; asio's steady_timer objects belong to the
+// user and are destroyed afterwards, untimed (its wait operation is freed on the io thread).
+//
+// Counters: wall_ns_per_task, wall time from the first task's start to the last task's end, per
+// task; discarded_batches, batches re-run because this thread woke too late (see below).
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "registry.hpp"
+#include "timer_kinds.hpp"
+
+namespace micro {
+namespace {
+
+constexpr std::uint64_t kTasksPerBatch = 20'000;
+constexpr std::uint64_t kBatches = 10;
+constexpr auto kLead = std::chrono::milliseconds(40);
+constexpr auto kSleepLead = std::chrono::milliseconds(3);
+constexpr auto kWindowLead = std::chrono::microseconds(200);
+constexpr int kAttempts = 20;
+
+// Written only by the timer's thread; the benchmark thread reads it after `done`.
+struct Probe {
+  std::atomic<std::uint64_t> ran{0};
+  std::uint64_t expected = 0;
+  Clock::time_point first;
+  Clock::time_point last;
+  alignas(64) std::atomic<bool> done{false};  // polled by the benchmark thread: its own line
+
+  void reset(std::uint64_t tasks) {
+    ran.store(0, std::memory_order_relaxed);
+    expected = tasks;
+    done.store(false, std::memory_order_relaxed);
+  }
+  // The task body. One writer, so a plain load and store (no locked read-modify-write).
+  void hit() noexcept {
+    const std::uint64_t n = ran.load(std::memory_order_relaxed) + 1;
+    ran.store(n, std::memory_order_relaxed);
+    if (n == 1) first = Clock::now();
+    if (n == expected) {
+      last = Clock::now();
+      done.store(true, std::memory_order_release);
+    }
+  }
+};
+
+std::int64_t cpu_ns(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// False if the batch has not finished within a generous limit (a broken timer, not a slow one).
+bool wait_done(const Probe& probe) {
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!probe.done.load(std::memory_order_acquire)) {
+    if (Clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+// Runs one task on the timer's thread to learn that thread's CPU-time clock.
+template <class Kind>
+bool runner_clock(Kind& timer, clockid_t& clock) {
+  std::atomic<bool> known{false};
+  auto handle = timer.schedule_at(
+      [&clock, &known] {
+        pthread_getcpuclockid(pthread_self(), &clock);
+        known.store(true, std::memory_order_release);
+      },
+      Clock::now());
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (!known.load(std::memory_order_acquire)) {
+    if (Clock::now() > give_up) {
+      timer.cancel(handle);  // it must not run later, into this dead stack frame
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+template <class Kind>
+void bm_dispatch(benchmark::State& state, Kind& timer) {
+  clockid_t clock{};
+  if (!runner_clock(timer, clock)) {
+    state.SkipWithError("the timer never ran a task due now");
+    return;
+  }
+  Probe probe;
+  std::vector<typename Kind::Handle> handles;
+  handles.reserve(kTasksPerBatch);
+  std::chrono::nanoseconds wall{0};
+  int discarded = 0;
+
+  while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(kTasksPerBatch))) {
+    // On a loaded machine this thread may wake too late to open the window before the deadline;
+    // such a batch is run to the end but not counted, and tried again.
+    bool measured = false;
+    for (int attempt = 0; attempt < kAttempts && !measured; ++attempt) {
+      probe.reset(kTasksPerBatch);
+      const Clock::time_point deadline = Clock::now() + kLead;
+      for (std::uint64_t i = 0; i < kTasksPerBatch; ++i) {
+        auto handle = timer.schedule_at([p = &probe] { p->hit(); }, deadline);
+        if constexpr (handle_owns_timer<Kind>) handles.push_back(std::move(handle));
+      }
+      std::this_thread::sleep_until(deadline - kSleepLead);
+      while (Clock::now() < deadline - kWindowLead) {
+      }
+      const std::int64_t cpu_before = cpu_ns(clock);
+      measured = Clock::now() < deadline && probe.ran.load(std::memory_order_relaxed) == 0;
+      if (!wait_done(probe)) {
+        state.SkipWithError("a batch of due tasks did not finish within 10 s");
+        return;
+      }
+      const std::int64_t cpu_after = cpu_ns(clock);
+      if (measured) {
+        state.SetIterationTime(static_cast<double>(cpu_after - cpu_before) * 1e-9);
+        wall += probe.last - probe.first;
+      } else {
+        ++discarded;
+      }
+      handles.clear();  // untimed: asio's expired timer objects, which the user owns
+    }
+    if (!measured) {
+      state.SkipWithError("could not open the measuring window before the deadline");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.iterations() > 0) {
+    state.counters["wall_ns_per_task"] =
+        static_cast<double>(wall.count()) / static_cast<double>(state.iterations());
+  }
+  state.counters["discarded_batches"] = discarded;
+}
+
+void configure(benchmark::internal::Benchmark* bench) {
+  bench->Iterations(static_cast<benchmark::IterationCount>(kTasksPerBatch * kBatches))->UseManualTime();
+}
+
+}  // namespace
+
+void register_dispatch_benchmarks() {
+  // wheeltimer through the InlineExecutor (the executor interface, one virtual call per task) ...
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer", [](benchmark::State& state) {
+    WheelKind timer(std::make_shared<wheeltimer::InlineExecutor>());
+    bm_dispatch(state, timer);
+  }));
+  // ... and with no executor, the default, where the indicator runs tasks itself.
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_no_executor", [](benchmark::State& state) {
+    WheelKind timer;
+    bm_dispatch(state, timer);
+  }));
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/heap", [](benchmark::State& state) {
+    HeapTimer timer;
+    bm_dispatch(state, timer);
+  }));
+#if WHEELTIMER_MICRO_ASIO
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/asio", [](benchmark::State& state) {
+    AsioTimer timer;
+    bm_dispatch(state, timer);
+  }));
+#endif
+}
+
+}  // namespace micro

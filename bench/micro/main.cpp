@@ -1,0 +1,18 @@
+// wheeltimer-micro: per-operation costs of wheeltimer next to two baselines built into the same
+// binary, a hand-written priority_queue timer (heap_timer.hpp) and Boost.Asio's steady_timer
+// (asio_timer.hpp). All Google Benchmark flags work, e.g. --benchmark_filter=Schedule.
+#include <benchmark/benchmark.h>
+
+#include "registry.hpp"
+
+int main(int argc, char** argv) {
+  micro::register_timer_op_benchmarks();
+  micro::register_dispatch_benchmarks();
+  micro::register_task_benchmarks();
+  micro::register_memory_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

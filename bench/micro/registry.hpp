@@ -1,0 +1,12 @@
+// Each benchmark source registers its rows through one of these; main() calls them in this order,
+// which is the order of the report. Within an operation the rows go wheeltimer, heap, asio.
+#pragma once
+
+namespace micro {
+
+void register_timer_op_benchmarks();  // timer_ops_bench.cpp: schedule, cancel, churn
+void register_dispatch_benchmarks();  // dispatch_bench.cpp: cost per expired task, inline
+void register_task_benchmarks();      // task_bench.cpp: Task vs std::function construction
+void register_memory_benchmarks();    // memory_bench.cpp: bytes per pending timer
+
+}  // namespace micro
