@@ -14,10 +14,6 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.executor = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 using namespace std::chrono_literals;
 using wheeltimer::Clock;
 using wheeltimer::saturating_add;

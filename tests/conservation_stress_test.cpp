@@ -32,10 +32,6 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.executor = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 using namespace std::chrono_literals;
 using wheeltimer::CallerRunsPool;
 using wheeltimer::Clock;
@@ -48,6 +44,7 @@ using wheeltimer::TaskState;
 using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 using wheeltimer::testing::kLateBound;
+using wheeltimer::testing::ExecutorKind;
 using wheeltimer::testing::kMustHappen;
 
 namespace {
@@ -106,23 +103,6 @@ std::string describe(const Record& r) {
       << " cancel_wins=" << r.cancel_wins.load() << " handed_back=" << r.handed_back
       << " deadline_is_never=" << (r.future.deadline() == kNever);
   return out.str();
-}
-
-struct ExecutorKind {
-  std::string name;
-  std::function<std::shared_ptr<Executor>()> make;
-  friend void PrintTo(const ExecutorKind& kind, std::ostream* os) { *os << kind.name; }
-};
-
-std::vector<ExecutorKind> executor_kinds() {
-  std::vector<ExecutorKind> kinds;
-  kinds.push_back({"Inline", [] { return std::shared_ptr<Executor>(); }});
-  // A small queue, so the indicator regularly runs tasks itself (caller-runs).
-  kinds.push_back({"CallerRunsPool", [] { return std::make_shared<CallerRunsPool>(2, 4); }});
-#if WHEELTIMER_HAS_TBB
-  kinds.push_back({"TbbArena", [] { return std::make_shared<wheeltimer::TbbArenaExecutor>(); }});
-#endif
-  return kinds;
 }
 
 // One round: a timer, its executor, the records, and the threads that hammer it.
@@ -761,7 +741,7 @@ TEST_F(RefusalRaceStressTest, FreedSlotIsUsableWhileRejectionsRace) {
   EXPECT_EQ(hammered_runs_.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest, ::testing::ValuesIn(executor_kinds()),
+INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest, ::testing::ValuesIn(wheeltimer::testing::executor_kinds(4)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {
                            return info.param.name;
                          });

@@ -22,10 +22,6 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.executor = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 using namespace std::chrono_literals;
 using wheeltimer::CallerRunsPool;
 using wheeltimer::Clock;
@@ -37,6 +33,7 @@ using wheeltimer::TaskState;
 using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 using wheeltimer::testing::kLateBound;
+using wheeltimer::testing::ExecutorKind;
 using wheeltimer::testing::kMustHappen;
 
 namespace {
@@ -366,23 +363,6 @@ TEST_F(TbbArenaExecutorTest, EmptyTaskIsInvalidArgument) {
 // ---------------------------------------------------------------------------------------------
 // Each executor driving a HashedWheelTimer.
 
-struct ExecutorKind {
-  std::string name;
-  std::function<std::shared_ptr<Executor>()> make;
-  friend void PrintTo(const ExecutorKind& kind, std::ostream* os) { *os << kind.name; }
-};
-
-std::vector<ExecutorKind> all_executor_kinds() {
-  std::vector<ExecutorKind> kinds;
-  kinds.push_back({"Null", [] { return std::shared_ptr<Executor>(); }});
-  kinds.push_back({"Inline", [] { return std::make_shared<InlineExecutor>(); }});
-  kinds.push_back({"CallerRunsPool", [] { return std::make_shared<CallerRunsPool>(2, 16); }});
-#if WHEELTIMER_HAS_TBB
-  kinds.push_back({"TbbArena", [] { return std::make_shared<wheeltimer::TbbArenaExecutor>(); }});
-#endif
-  return kinds;
-}
-
 class TimerWithExecutorTest : public ::testing::TestWithParam<ExecutorKind> {};
 
 TEST_P(TimerWithExecutorTest, TasksRunOnceNeverEarlyAndFinish) {
@@ -446,7 +426,7 @@ TEST_P(TimerWithExecutorTest, ExecutorSharedByTwoTimers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, TimerWithExecutorTest,
-                         ::testing::ValuesIn(all_executor_kinds()),
+                         ::testing::ValuesIn(wheeltimer::testing::executor_kinds(16)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {
                            return info.param.name;
                          });

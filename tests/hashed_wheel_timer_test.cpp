@@ -34,10 +34,6 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.tick = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 // Clang announces ThreadSanitizer through __has_feature, GCC through __SANITIZE_THREAD__.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -53,19 +49,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::kLateBound;
+using testing::FutureSlot;
+using testing::Gate;
 using testing::kMustHappen;
-
-// A one-shot barrier a task can block on without risking a hang.
-class Gate {
- public:
-  void open() { promise_.set_value(); }
-  bool wait() const { return opened_.wait_for(kMustHappen) == std::future_status::ready; }
-  bool is_open() const { return opened_.wait_for(0s) == std::future_status::ready; }
-
- private:
-  std::promise<void> promise_;
-  std::shared_future<void> opened_ = promise_.get_future().share();
-};
 
 // What a task saw when it started: the time and its thread. Written by the task before its
 // future turns FINISHED, read by the test after observing FINISHED.

@@ -22,33 +22,14 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.tick = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace wheeltimer {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::kLateBound;
+using testing::FutureSlot;
+using testing::Gate;
 using testing::kMustHappen;
-
-// A one-shot barrier a task can block on without risking a hang.
-class Gate {
- public:
-  void open() { promise_.set_value(); }
-  bool wait() const { return opened_.wait_for(kMustHappen) == std::future_status::ready; }
-
- private:
-  std::promise<void> promise_;
-  std::shared_future<void> opened_ = promise_.get_future().share();
-};
-
-// Where a task finds its own future; the test stores it before opening `ready`.
-struct FutureSlot {
-  TimerFuture future;
-  Gate ready;
-};
 
 // A capture whose destruction is recorded (moved-from shells record nothing).
 class DestroyFlag {

@@ -6,6 +6,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include <wheeltimer/wheeltimer.hpp>
 
@@ -19,5 +25,47 @@ inline constexpr auto kLateBound = std::chrono::seconds(10);
 
 // A wait limit for events that must happen (a hung test fails instead of blocking CI).
 inline constexpr auto kMustHappen = std::chrono::seconds(30);
+
+// A one-shot barrier a task can block on without risking a hang: wait() gives up after
+// kMustHappen and reports whether the gate was opened.
+class Gate {
+ public:
+  void open() { promise_.set_value(); }
+  bool wait() const { return opened_.wait_for(kMustHappen) == std::future_status::ready; }
+  bool is_open() const { return opened_.wait_for(0s) == std::future_status::ready; }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> opened_ = promise_.get_future().share();
+};
+
+// Where a task (or its captures, or on_error) finds its own future. The test stores the future
+// before opening `ready`, and the reader waits on `ready` first, so the handle is never raced.
+struct FutureSlot {
+  TimerFuture future;
+  Gate ready;
+};
+
+// One way to run a timer's tasks, for tests parameterised over executors.
+struct ExecutorKind {
+  std::string name;
+  std::function<std::shared_ptr<Executor>()> make;
+  friend void PrintTo(const ExecutorKind& kind, std::ostream* os) { *os << kind.name; }
+};
+
+// Every executor: none (inline on the indicator), InlineExecutor, a CallerRunsPool with two
+// threads and `pool_queue` slots (a small queue makes the indicator run tasks itself now and then),
+// and TbbArenaExecutor when the library was built with oneTBB.
+inline std::vector<ExecutorKind> executor_kinds(std::size_t pool_queue) {
+  std::vector<ExecutorKind> kinds;
+  kinds.push_back({"Null", [] { return std::shared_ptr<Executor>(); }});
+  kinds.push_back({"Inline", [] { return std::make_shared<InlineExecutor>(); }});
+  kinds.push_back({"CallerRunsPool",
+                   [pool_queue] { return std::make_shared<CallerRunsPool>(2, pool_queue); }});
+#if WHEELTIMER_HAS_TBB
+  kinds.push_back({"TbbArena", [] { return std::make_shared<TbbArenaExecutor>(); }});
+#endif
+  return kinds;
+}
 
 }  // namespace wheeltimer::testing

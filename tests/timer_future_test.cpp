@@ -22,34 +22,13 @@
 
 #include "test_support.hpp"
 
-// TimerOptions{.tick = ...} is the documented way to build options; GCC's -Wextra would flag
-// every member left to its default.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace wheeltimer {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::FutureSlot;
+using testing::Gate;
 using testing::kMustHappen;
-
-// A one-shot barrier a task can block on without risking a hang: wait() gives up after
-// kMustHappen and reports whether it was opened.
-class Gate {
- public:
-  void open() { promise_.set_value(); }
-  bool wait() const { return opened_.wait_for(kMustHappen) == std::future_status::ready; }
-
- private:
-  std::promise<void> promise_;
-  std::shared_future<void> opened_ = promise_.get_future().share();
-};
-
-// Where a task (or its captures, or on_error) finds its own future. The test stores the future
-// before opening `ready`, and the reader waits on `ready` first, so the handle is never raced.
-struct FutureSlot {
-  TimerFuture future;
-  Gate ready;
-};
 
 constexpr int kNotRecorded = -1;
 
