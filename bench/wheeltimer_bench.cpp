@@ -1,129 +1,74 @@
-// wheeltimer-bench: run with no arguments for a short demo that fires timers through each of the
-// three executors and hands unstarted timers from one timer to another with stop() and adopt().
-// It prints how late the timers ran (start minus deadline) and checks that none ran early.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
+// wheeltimer-bench: whole-program workloads for wheeltimer. With no arguments it runs the
+// showcase: the same workload, some of whose callbacks block, through each executor, side by side.
+// `wheeltimer-bench --help` lists the workloads (fire, slow, idle, far, schedule); each prints a
+// table, or with --json one JSON line per run. The exit code is 1 if any task started before its
+// deadline or never ran, 2 for a bad command line or an error.
+#include <unistd.h>
+
 #include <cstdio>
+#include <exception>
 #include <memory>
-#include <random>
-#include <string>
 #include <vector>
 
-#include <wheeltimer/wheeltimer.hpp>
+#include "tool/cli.hpp"
+#include "tool/progress.hpp"
+#include "tool/report.hpp"
+#include "tool/workloads.hpp"
 
+namespace wheeltimer_bench {
 namespace {
 
-using namespace std::chrono_literals;
-using wheeltimer::Clock;
-
-struct DemoResult {
-  std::size_t fired = 0;
-  std::size_t early = 0;
-  std::vector<double> lateness_ms;  // sorted
-  double wall_seconds = 0;
-};
-
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const auto index = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1));
-  return sorted[index];
+Report run_once(const Command& command, const ProgressFn& progress) {
+  switch (command.workload) {
+    case Workload::fire:
+      return run_fire(command.common, command.fire, progress);
+    case Workload::slow:
+      return slow_report(command.common, command.slow,
+                         measure_slow(command.common, command.slow, progress));
+    case Workload::idle:
+      return run_idle(command.common, command.idle);
+    case Workload::far:
+      return run_far(command.common, command.far, progress);
+    case Workload::schedule:
+      return run_schedule(command.common, command.schedule);
+    case Workload::showcase:
+      break;
+  }
+  throw std::logic_error("run_once: the showcase has its own runner");
 }
 
-// Schedules `count` timers due uniformly over `spread`, waits for all of them, and measures.
-DemoResult fire_timers(std::shared_ptr<wheeltimer::Executor> executor, std::size_t count,
-                       Clock::duration spread) {
-  wheeltimer::TimerOptions options;  // defaults: 1 ms tick, 512 slots
-  options.executor = std::move(executor);
-  wheeltimer::HashedWheelTimer timer(options);
-  std::vector<Clock::duration> lateness(count);
-  std::vector<wheeltimer::TimerFuture> futures;
-  futures.reserve(count);
-  std::mt19937_64 random(42);
-  std::uniform_int_distribution<Clock::rep> offset(0, spread.count());
+int run(const Command& command) {
+  if (command.workload == Workload::showcase) return run_showcase(command.common, command.showcase);
 
-  const auto begin = Clock::now();
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto deadline = begin + Clock::duration(offset(random));
-    futures.push_back(timer.schedule_at(
-        [&lateness, i, deadline] { lateness[i] = Clock::now() - deadline; }, deadline));
+  std::vector<Report> runs;
+  std::size_t bad = 0;
+  for (std::size_t r = 1; r <= command.common.runs; ++r) {
+    // Progress goes to stderr, and only to a terminal, so stdout stays clean for the results.
+    std::unique_ptr<ProgressLine> progress;
+    if (isatty(STDERR_FILENO) == 1) {
+      progress = std::make_unique<ProgressLine>(
+          stderr, "run " + std::to_string(r) + "/" + std::to_string(command.common.runs));
+    }
+    runs.push_back(run_once(command, progress ? progress->callback() : ProgressFn{}));
+    if (progress) progress->finish("done");
+    bad += runs.back().early + runs.back().lost;
+    if (command.common.json) print_json_line(stdout, runs.back(), r);
   }
-  for (const auto& future : futures) future.wait();
-  DemoResult result;
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-  for (const auto& late : lateness) {
-    ++result.fired;
-    if (late < Clock::duration::zero()) ++result.early;
-    result.lateness_ms.push_back(std::chrono::duration<double, std::milli>(late).count());
-  }
-  std::sort(result.lateness_ms.begin(), result.lateness_ms.end());
-  return result;
-}
-
-void print_row(const char* name, const DemoResult& r) {
-  std::printf("  %-22s %8zu %6zu %10.3f %10.3f %10.3f %8.2f\n", name, r.fired, r.early,
-              percentile(r.lateness_ms, 50), percentile(r.lateness_ms, 99),
-              r.lateness_ms.empty() ? 0.0 : r.lateness_ms.back(), r.wall_seconds);
-}
-
-// stop() hands back every timer that has not started; adopt() keeps deadline and future.
-void handoff_demo() {
-  constexpr int kTimers = 1000;
-  std::atomic<int> ran{0};
-  std::vector<wheeltimer::TimerFuture> futures;
-  auto old_timer = std::make_unique<wheeltimer::HashedWheelTimer>();
-  for (int i = 0; i < kTimers; ++i) {
-    futures.push_back(old_timer->schedule([&ran] { ran.fetch_add(1); }, 200ms + i * 100us));
-  }
-  const auto handed_back = old_timer->stop();
-  old_timer.reset();
-
-  wheeltimer::HashedWheelTimer new_timer;
-  std::size_t same_future = 0;
-  for (auto& task : const_cast<std::vector<wheeltimer::PendingTask>&>(handed_back)) {
-    const auto before = task.future();
-    if (new_timer.adopt(std::move(task)) == before) ++same_future;
-  }
-  for (const auto& future : futures) future.wait();
-  std::printf("\nstop() handed back %zu of %d unstarted timers; adopt() kept %zu futures; "
-              "%d ran on the new timer, 0 lost.\n",
-              handed_back.size(), kTimers, same_future, ran.load());
+  if (!command.common.json) print_table(stdout, runs);
+  if (bad != 0) std::fprintf(stderr, "ERROR: %zu tasks started early or never ran\n", bad);
+  return bad == 0 ? 0 : 1;
 }
 
 }  // namespace
+}  // namespace wheeltimer_bench
 
 int main(int argc, char** argv) {
-  if (argc > 1) {
-    std::fprintf(stderr, "usage: %s\n  (no arguments: a short demo of the three executors)\n",
-                 argv[0]);
+  const auto parsed = wheeltimer_bench::parse_command_line(argc, argv);
+  if (!parsed.command) return parsed.exit_code;
+  try {
+    return wheeltimer_bench::run(*parsed.command);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "wheeltimer-bench: %s\n", error.what());
     return 2;
   }
-  constexpr std::size_t kTimers = 20000;
-  constexpr auto kSpread = 1s;
-  std::printf("wheeltimer demo: %zu timers due uniformly over %lld ms, tick 1 ms, wheel 512\n\n",
-              kTimers, static_cast<long long>(std::chrono::milliseconds(kSpread).count()));
-  std::printf("  %-22s %8s %6s %10s %10s %10s %8s\n", "executor", "fired", "early", "p50 ms",
-              "p99 ms", "max ms", "wall s");
-
-  struct Choice {
-    const char* name;
-    std::shared_ptr<wheeltimer::Executor> executor;
-  };
-  std::vector<Choice> choices = {
-      {"inline (indicator)", nullptr},
-      {"CallerRunsPool(4)", std::make_shared<wheeltimer::CallerRunsPool>(4, 4096)},
-  };
-#if WHEELTIMER_HAS_TBB
-  choices.push_back({"TbbArenaExecutor", std::make_shared<wheeltimer::TbbArenaExecutor>()});
-#endif
-  std::size_t early = 0;
-  for (auto& choice : choices) {
-    const DemoResult result = fire_timers(choice.executor, kTimers, kSpread);
-    print_row(choice.name, result);
-    early += result.early;
-  }
-  handoff_demo();
-  std::printf("\nLateness is start minus deadline; a timer fires on the first 1 ms tick at or "
-              "after its deadline.\n");
-  return early == 0 ? 0 : 1;
 }

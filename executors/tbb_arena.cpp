@@ -1,5 +1,8 @@
 #include <wheeltimer/executors/tbb_arena.hpp>
 
+#include <oneapi/tbb/global_control.h>
+
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,7 +30,15 @@ void received([[maybe_unused]] const void* job) noexcept {
 }
 
 int checked_concurrency(int max_concurrency) {
-  if (max_concurrency != tbb::task_arena::automatic && max_concurrency < 1) {
+  if (max_concurrency == tbb::task_arena::automatic) {
+    // With no slot for outside threads the arena only ever has oneTBB's workers, of which the
+    // process has (allowed parallelism - 1): ask for exactly those, never for workers that
+    // cannot exist (oneTBB would warn about the request on every small machine).
+    const auto allowed = tbb::global_control::active_value(
+        tbb::global_control::max_allowed_parallelism);
+    return std::max(1, static_cast<int>(allowed) - 1);
+  }
+  if (max_concurrency < 1) {
     throw std::invalid_argument(
         "wheeltimer: TbbArenaExecutor needs max_concurrency >= 1 or tbb::task_arena::automatic, "
         "got " + std::to_string(max_concurrency));

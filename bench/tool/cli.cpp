@@ -1,0 +1,161 @@
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "timer_setup.hpp"
+
+namespace wheeltimer_bench {
+namespace {
+
+// Number checks with plain messages (CLI11's ranges print the type's whole span).
+CLI::Validator number_check(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& input) -> std::string {
+        double value = 0;
+        try {
+          value = std::stod(input);
+        } catch (const std::exception&) {
+          return "not a number: " + input;
+        }
+        if (value > 0 || (zero_ok && value == 0)) return "";
+        return std::string(zero_ok ? "must be 0 or more" : "must be more than 0") + ", got " +
+               input;
+      },
+      zero_ok ? "NON-NEGATIVE" : "POSITIVE");
+}
+const CLI::Validator positive = number_check(false);
+const CLI::Validator non_negative = number_check(true);
+
+void add_common(CLI::App& app, CommonSettings& common) {
+  app.add_option("--tick-us", common.tick_us, "Tick length in microseconds")
+      ->check(positive)
+      ->capture_default_str();
+  app.add_option("--wheel", common.wheel, "Wheel slots (rounded up to a power of two)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--executor", common.executor, "Where tasks run")
+      ->check(CLI::IsMember(executor_names()))
+      ->capture_default_str();
+  app.add_option("--threads", common.threads,
+                 "Pool threads, or the TBB arena's limit (0: 8 for the pool, automatic for TBB)")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--queue", common.queue, "CallerRunsPool queue capacity")
+      ->check(positive)
+      ->capture_default_str();
+  app.add_option("--runs", common.runs, "Repeat the workload; the table adds a median column")
+      ->check(positive)
+      ->capture_default_str();
+  app.add_option("--seed", common.seed, "Seed for random deadlines and the choice of slow tasks")
+      ->capture_default_str();
+  app.add_flag("--json", common.json, "One JSON line per run instead of the table");
+}
+
+void add_slow_options(CLI::App& sub, SlowSettings& slow) {
+  sub.add_option("--timers", slow.timers, "Tasks in all")->check(positive)->capture_default_str();
+  sub.add_option("--spread-ms", slow.spread_ms, "Deadlines uniform over this many ms")
+      ->check(non_negative)
+      ->capture_default_str();
+  sub.add_option("--slow-fraction", slow.slow_fraction, "Fraction of the tasks that block")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub.add_option("--slow-ms", slow.slow_ms, "How long a slow task blocks (sleeps), in ms")
+      ->check(non_negative)
+      ->capture_default_str();
+  sub.add_option("--slow-pick", slow.slow_pick,
+                 "Which tasks block: every (1/F)-th in deadline order (even, a steady load) or a "
+                 "random set (its clusters can briefly block more threads than a pool has)")
+      ->check(CLI::IsMember({"even", "random"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+ParseOutcome parse_command_line(int argc, char** argv) {
+  Command command;
+  CLI::App app{
+      "wheeltimer-bench: whole-program workloads for the wheeltimer hashed-wheel timer.\n"
+      "With no arguments it runs the showcase (about 10 s): slow callbacks through each executor.",
+      "wheeltimer-bench"};
+  app.footer(
+      "Examples:\n"
+      "  wheeltimer-bench fire --timers 1000000 --spread-ms 1000 --runs 3\n"
+      "  wheeltimer-bench slow --executor pool --threads 8 --slow-fraction 0.01 --slow-ms 50\n"
+      "  wheeltimer-bench idle --seconds 10 --tick-us 1000\n"
+      "  wheeltimer-bench far --far 1000000      (then --far 0 for the baseline)\n"
+      "  wheeltimer-bench schedule --timers 1000000 --producers 2 --json");
+  app.require_subcommand(0, 1);
+  app.fallthrough();  // common flags may follow the subcommand
+  add_common(app, command.common);
+
+  auto* showcase = app.add_subcommand(
+      "showcase", "The no-argument demo: `slow` through each executor, side by side");
+  add_slow_options(*showcase, command.showcase);
+
+  auto* fire =
+      app.add_subcommand("fire", "N timers due uniformly over S ms: lateness, wall and CPU time");
+  fire->add_option("--timers", command.fire.timers, "Timers to fire")
+      ->check(positive)
+      ->capture_default_str();
+  fire->add_option("--spread-ms", command.fire.spread_ms, "Deadlines uniform over this many ms")
+      ->check(non_negative)
+      ->capture_default_str();
+
+  auto* slow = app.add_subcommand("slow", "Some tasks block for M ms: lateness of the others");
+  add_slow_options(*slow, command.slow);
+
+  auto* idle = app.add_subcommand("idle", "CPU used by a timer with nothing due");
+  idle->add_option("--seconds", command.idle.seconds, "Length of the measurement")
+      ->check(positive)
+      ->capture_default_str();
+
+  auto* far = app.add_subcommand("far", "N timers far out while near timers run: CPU per second");
+  far->add_option("--far", command.far.far, "Far timers (0 for the baseline)")
+      ->check(non_negative)
+      ->capture_default_str();
+  far->add_option("--far-s", command.far.far_s, "How far out, in seconds")
+      ->check(positive)
+      ->capture_default_str();
+  far->add_option("--seconds", command.far.seconds, "Length of the measured window")
+      ->check(positive)
+      ->capture_default_str();
+  far->add_option("--near-rate", command.far.near_rate, "Near timers scheduled per second")
+      ->check(positive)
+      ->capture_default_str();
+  far->add_option("--near-ms", command.far.near_ms,
+                  "Near timers' delays are uniform over [0, this] ms")
+      ->check(non_negative)
+      ->capture_default_str();
+
+  auto* schedule =
+      app.add_subcommand("schedule", "ns per schedule and per cancel, bytes per pending timer");
+  schedule->add_option("--timers", command.schedule.timers, "Timers in all")
+      ->check(positive)
+      ->capture_default_str();
+  schedule
+      ->add_option("--producers", command.schedule.producers,
+                   "Threads that schedule (and then cancel)")
+      ->check(positive)
+      ->capture_default_str();
+  schedule->add_option("--delay-s", command.schedule.delay_s, "Delay of the timers, in seconds")
+      ->check(positive)
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    // --help is a "parse error" that exits 0; a real one exits 2.
+    return {std::nullopt, app.exit(error) == 0 ? 0 : 2};
+  }
+  const std::pair<CLI::App*, Workload> choices[] = {{fire, Workload::fire},
+                                                    {slow, Workload::slow},
+                                                    {idle, Workload::idle},
+                                                    {far, Workload::far},
+                                                    {schedule, Workload::schedule}};
+  for (const auto& [sub, workload] : choices) {
+    if (sub->parsed()) command.workload = workload;
+  }
+  return {command, 0};
+}
+
+}  // namespace wheeltimer_bench

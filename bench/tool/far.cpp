@@ -1,0 +1,98 @@
+// far: N timers far in the future sit in the wheel while a steady stream of near timers runs.
+// A wheel that walks over its far timers on every rotation pays for them in CPU; run with --far 0
+// for the baseline.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <wheeltimer/wheeltimer.hpp>
+
+#include "delays.hpp"
+#include "lateness_log.hpp"
+#include "timer_setup.hpp"
+#include "usage.hpp"
+#include "workloads.hpp"
+
+namespace wheeltimer_bench {
+
+using wheeltimer::Clock;
+
+Report run_far(const CommonSettings& common, const FarSettings& far, const ProgressFn& progress) {
+  const auto tick = tick_of(common);
+  // One rotation's worth of spread puts far timers in every slot of the wheel.
+  const auto far_delays =
+      uniform_delays(far.far, tick * static_cast<Clock::rep>(common.wheel), common.seed);
+  const auto near_count = static_cast<std::size_t>(std::ceil(far.near_rate * far.seconds));
+  const auto near_delays = uniform_delays(near_count, from_ms(far.near_ms), common.seed + 1);
+  LatenessLog log(near_count);
+  std::atomic<std::size_t> far_fired{0};
+  const ExecutorChoice choice = make_executor(common);
+
+  Usage begin, end;
+  std::size_t resident = 0;
+  bool all_ran = false;
+  {
+    wheeltimer::HashedWheelTimer timer(timer_options(common, choice.executor));
+    const auto far_base = from_s(far.far_s);
+    for (const auto delay : far_delays) {
+      timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
+                     far_base + delay);
+    }
+    // The indicator moves a bounded number of new timers into the wheel per tick: give it time to
+    // take them all in before the window opens.
+    const auto per_tick = std::size_t{100'000};
+    std::this_thread::sleep_for(std::chrono::milliseconds(300) +
+                                2 * tick * static_cast<Clock::rep>(far.far / per_tick + 1));
+    resident = resident_bytes();
+
+    // The near stream: paced by the millisecond, catching up if a sleep overran.
+    begin = Usage::now();
+    std::size_t next = 0;
+    for (auto step = begin.wall; next < near_count; step += std::chrono::milliseconds(1)) {
+      std::this_thread::sleep_until(step);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - begin.wall).count();
+      const auto due = std::min(near_count, static_cast<std::size_t>(far.near_rate * elapsed) + 1);
+      for (; next < due; ++next) {
+        const auto deadline = Clock::now() + near_delays[next];
+        const std::size_t i = next;
+        timer.schedule_at([&log, i, deadline] { log.record(i, deadline); }, deadline);
+      }
+    }
+    end = Usage::now();
+    all_ran = log.wait(end.wall + from_ms(far.near_ms) + std::chrono::seconds(60), progress);
+  }
+
+  const UsageDelta used = end - begin;
+  const LatenessSummary lateness = summarize_lateness(log.samples());
+  Report report;
+  report.workload = "far";
+  report.title = with_commas(far.far) + " timers " +
+                 std::to_string(static_cast<long long>(far.far_s)) + " s out, while " +
+                 with_commas(static_cast<std::size_t>(far.near_rate)) + " near timers a second run";
+  report.settings = common_settings(common, choice.label);
+  report.settings["far"] = far.far;
+  report.settings["far_s"] = far.far_s;
+  report.settings["seconds"] = far.seconds;
+  report.settings["near_rate"] = far.near_rate;
+  report.settings["near_ms"] = far.near_ms;
+  report.early = lateness.early;
+  report.lost = all_ran ? 0 : near_count - log.finished();
+
+  report.add("cpu_s_per_s", "CPU per second, all threads (s/s)", used.cpu_s / used.wall_s, 4);
+  report.add("cpu_percent_of_core", "CPU (% of one core)", 100.0 * used.cpu_s / used.wall_s, 2);
+  report.add("window_s", "measured window (s)", used.wall_s, 3);
+  report.add("near_fired", "near timers fired", static_cast<double>(lateness.count));
+  report.add("near_lateness_p50_ms", "near timers' lateness p50 (ms)", lateness.p50_ms, 3);
+  report.add("near_lateness_p99_ms", "near timers' lateness p99 (ms)", lateness.p99_ms, 3);
+  report.add("near_lateness_max_ms", "near timers' lateness max (ms)", lateness.max_ms, 3);
+  report.add("near_early", "near timers early (count)", static_cast<double>(lateness.early));
+  report.add("far_fired", "far timers that fired (count)",
+             static_cast<double>(far_fired.load(std::memory_order_relaxed)));
+  report.add("resident_mb", "resident memory with the far timers in (MB)",
+             static_cast<double>(resident) / 1e6, 1);
+  return report;
+}
+
+}  // namespace wheeltimer_bench

@@ -1,0 +1,41 @@
+// idle: a timer with nothing scheduled. The tool's thread sleeps through the measured window, so
+// the process's CPU time is the timer's.
+#include <chrono>
+#include <thread>
+
+#include <wheeltimer/wheeltimer.hpp>
+
+#include "delays.hpp"
+#include "timer_setup.hpp"
+#include "usage.hpp"
+#include "workloads.hpp"
+
+namespace wheeltimer_bench {
+
+Report run_idle(const CommonSettings& common, const IdleSettings& idle) {
+  const ExecutorChoice choice = make_executor(common);
+  wheeltimer::HashedWheelTimer timer(timer_options(common, choice.executor));
+  // Let the indicator (and any executor threads) start before the window opens.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Usage begin = Usage::now();
+  std::this_thread::sleep_for(from_s(idle.seconds));
+  const Usage end = Usage::now();
+  const UsageDelta used = end - begin;
+
+  Report report;
+  report.workload = "idle";
+  report.title = "a timer with nothing scheduled, for " +
+                 std::to_string(static_cast<long long>(idle.seconds)) + " s";
+  report.settings = common_settings(common, choice.label);
+  report.settings["seconds"] = idle.seconds;
+  report.add("wall_s", "wall (s)", used.wall_s, 3);
+  report.add("cpu_s", "CPU, all threads (s)", used.cpu_s, 4);
+  report.add("cpu_percent_of_core", "CPU (% of one core)", 100.0 * used.cpu_s / used.wall_s, 3);
+  // A sleeping thread that wakes up and sleeps again counts one voluntary switch.
+  report.add("wakeups_per_s", "wake-ups per second (voluntary switches)",
+             static_cast<double>(used.voluntary_switches) / used.wall_s, 1);
+  report.add("nominal_ticks_per_s", "ticks per second at this tick", 1e6 / common.tick_us, 1);
+  return report;
+}
+
+}  // namespace wheeltimer_bench

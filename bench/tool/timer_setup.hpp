@@ -1,0 +1,32 @@
+// Turns the common flags into what a workload needs to build its timer: the executor (a fresh one
+// per run, so no run inherits another's threads or queue) and the TimerOptions.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <wheeltimer/wheeltimer.hpp>
+
+#include "settings.hpp"
+
+namespace wheeltimer_bench {
+
+// The executor names --executor accepts; "tbb" only when the library was built with oneTBB.
+std::vector<std::string> executor_names();
+
+struct ExecutorChoice {
+  std::shared_ptr<wheeltimer::Executor> executor;  // null: inline, on the indicator thread
+  std::string label;                               // e.g. "CallerRunsPool(8, queue 10000)"
+};
+
+ExecutorChoice make_executor(const CommonSettings& common);
+
+// CallerRunsPool threads for these settings: --threads, or 8 when it is 0.
+std::size_t pool_threads(const CommonSettings& common);
+
+wheeltimer::TimerOptions timer_options(const CommonSettings& common,
+                                       std::shared_ptr<wheeltimer::Executor> executor);
+
+wheeltimer::Clock::duration tick_of(const CommonSettings& common);
+
+}  // namespace wheeltimer_bench

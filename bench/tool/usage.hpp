@@ -1,0 +1,44 @@
+// What the process has used: wall time, CPU time (all threads: the timer's indicator, executor
+// threads and the tool's own), context switches, and resident memory. Take a Usage before and
+// after the part to measure and subtract. Linux (getrusage, /proc/self/statm, malloc_trim).
+#pragma once
+
+#include <cstddef>
+
+#include <wheeltimer/clock.hpp>
+
+namespace wheeltimer_bench {
+
+struct UsageDelta {
+  double wall_s = 0;
+  double cpu_s = 0;   // CLOCK_PROCESS_CPUTIME_ID: user + system, all threads
+  double user_s = 0;  // getrusage
+  double sys_s = 0;
+  long voluntary_switches = 0;    // a thread blocked (slept, waited): roughly, wake-ups
+  long involuntary_switches = 0;  // a thread was preempted
+};
+
+struct Usage {
+  wheeltimer::Clock::time_point wall;
+  double cpu_s = 0;
+  double user_s = 0;
+  double sys_s = 0;
+  long voluntary_switches = 0;
+  long involuntary_switches = 0;
+
+  static Usage now();
+};
+
+UsageDelta operator-(const Usage& end, const Usage& begin);
+
+// Resident set size of the process in bytes, from /proc/self/statm.
+std::size_t resident_bytes();
+
+// The 1-minute load average (/proc/loadavg): how busy the machine was, to judge the noise.
+double load_average();
+
+// Returns the allocator's free memory to the OS (malloc_trim(0)), so that resident_bytes()
+// counts what is in use rather than what malloc happens to keep cached.
+void trim_heap();
+
+}  // namespace wheeltimer_bench
