@@ -114,11 +114,11 @@ class TaskNode {
   // Blocks until FINISHED or CANCELED or `limit`; time_point::max() means no limit.
   bool wait_until(Clock::time_point limit) const;
 
-  // --- Indicator-only fields: the wheel's intrusive list. ---
-  TaskNode* prev = nullptr;
+  // --- Indicator-only fields: the wheel's intrusive list. `pprev` points at the link that points
+  // here (a slot head or the previous node's `next`), so unlinking needs no slot lookup; it is
+  // null while the node is not in the wheel. ---
   TaskNode* next = nullptr;
-  std::uint64_t target_tick = 0;
-  bool in_wheel = false;
+  TaskNode** pprev = nullptr;
 
  private:
   ~TaskNode() = default;

@@ -13,26 +13,20 @@ Wheel::Wheel(std::size_t slots)
 
 void Wheel::FreeDeleter::operator()(TaskNode** slots) const noexcept { std::free(slots); }
 
-void Wheel::insert(TaskNode* node, std::uint64_t target_tick) noexcept {
-  node->target_tick = target_tick;
-  TaskNode*& head = list_for(node);
-  node->prev = nullptr;
+void Wheel::insert(TaskNode* node, std::uint64_t tick) noexcept {
+  TaskNode*& head = tick == kNever ? never_ : slots_[tick & mask_];
   node->next = head;
-  if (head != nullptr) head->prev = node;
+  if (head != nullptr) head->pprev = &node->next;
+  node->pprev = &head;
   head = node;
-  node->in_wheel = true;
   ++size_;
 }
 
 void Wheel::unlink(TaskNode* node) noexcept {
-  if (node->prev != nullptr) {
-    node->prev->next = node->next;
-  } else {
-    list_for(node) = node->next;
-  }
-  if (node->next != nullptr) node->next->prev = node->prev;
-  node->prev = node->next = nullptr;
-  node->in_wheel = false;
+  *node->pprev = node->next;
+  if (node->next != nullptr) node->next->pprev = node->pprev;
+  node->next = nullptr;
+  node->pprev = nullptr;
   --size_;
 }
 

@@ -1,8 +1,9 @@
 // Wheel: the slots of a hashed timing wheel, each an intrusive doubly linked list of TaskNodes.
 //
 // A node due at tick T lives in slot T & mask; a node more than one rotation away shares its slot
-// with nearer ones and is skipped until the rotation that is its own (its target_tick says which).
-// Nodes due "never" (a saturated deadline) live on a separate list that no tick walks.
+// with nearer ones and is skipped until the rotation that is its own: a node is due at a tick once
+// its deadline is at or before that tick's time. Nodes due "never" (a saturated deadline) live on a
+// separate list that no tick walks.
 //
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.
@@ -28,18 +29,19 @@ class Wheel {
   std::size_t slot_count() const noexcept { return mask_ + 1; }
   std::size_t size() const noexcept { return size_; }
 
-  // Links `node` for `target_tick` (kNever: only stop() will find it).
-  void insert(TaskNode* node, std::uint64_t target_tick) noexcept;
+  // Links `node` into the slot of `tick` (kNever: a list only stop() will find).
+  void insert(TaskNode* node, std::uint64_t tick) noexcept;
   void unlink(TaskNode* node) noexcept;
+  static bool contains(const TaskNode* node) noexcept { return node->pprev != nullptr; }
 
-  // Unlinks every node of `tick`'s slot that is due by `tick` (target_tick <= tick) or already
-  // settled, and passes it to `take`, in slot order.
+  // Unlinks every node of `tick`'s slot whose deadline is at or before `tick_time`, or that is
+  // already settled, and passes it to `take`, in slot order.
   template <class Take>
-  void expire(std::uint64_t tick, Take&& take) {
+  void expire(std::uint64_t tick, Clock::time_point tick_time, Take&& take) {
     TaskNode* node = slots_[tick & mask_];
     while (node != nullptr) {
       TaskNode* following = node->next;
-      if (node->target_tick <= tick || node->state() != TaskState::waiting) {
+      if (node->deadline() <= tick_time || node->state() != TaskState::waiting) {
         unlink(node);
         take(node);
       }
@@ -62,9 +64,6 @@ class Wheel {
       unlink(node);
       take(node);
     }
-  }
-  TaskNode*& list_for(const TaskNode* node) noexcept {
-    return node->target_tick == kNever ? never_ : slots_[node->target_tick & mask_];
   }
 
   struct FreeDeleter {

@@ -217,7 +217,7 @@ void WheelCore::unlink_canceled() {
     done += count;
     for (std::size_t i = 0; i < count; ++i) {
       TaskNode* node = batch[i];
-      const bool in_wheel = node->in_wheel;
+      const bool in_wheel = Wheel::contains(node);
       if (in_wheel) wheel_.unlink(node);
       node->release(in_wheel ? 2 : 1);  // the queue entry's reference, and the wheel's if linked
     }
@@ -226,7 +226,8 @@ void WheelCore::unlink_canceled() {
 
 void WheelCore::expire_current_tick() {
   due_.clear();
-  wheel_.expire(current_tick_, [this](TaskNode* node) { due_.push_back(node); });
+  wheel_.expire(current_tick_, tick_time(current_tick_),
+                [this](TaskNode* node) { due_.push_back(node); });
   // Tasks due in the same tick start in deadline order.
   std::stable_sort(due_.begin(), due_.end(), [](const TaskNode* a, const TaskNode* b) {
     return a->deadline() < b->deadline();
