@@ -232,7 +232,15 @@ void WheelCore::expire_current_tick() {
   std::stable_sort(due_.begin(), due_.end(), [](const TaskNode* a, const TaskNode* b) {
     return a->deadline() < b->deadline();
   });
-  for (TaskNode* node : due_) dispatch(node);
+  for (std::size_t i = 0; i < due_.size(); ++i) {
+    if (control_.load(std::memory_order_acquire) & kStopping) {
+      // stop() has begun while earlier tasks of this tick ran: what has not started yet goes
+      // back into the wheel, where stop() finds it and hands it back.
+      for (; i < due_.size(); ++i) wheel_.insert(due_[i], current_tick_);
+      return;
+    }
+    dispatch(due_[i]);
+  }
 }
 
 void WheelCore::dispatch(TaskNode* node) {
@@ -251,7 +259,10 @@ void WheelCore::dispatch(TaskNode* node) {
     options_.executor->execute(ExecutorWork(this, node, *epoch));
   } catch (...) {
     // The executor refused the work: on_error is told, then the task is canceled (it never ran).
+    // on_error runs as the timer's own code here, so stop() from it is refused like from a task.
+    const WheelCore* outer = std::exchange(running_in, this);
     report(std::current_exception());
+    running_in = outer;
     node->refuse(*epoch);
   }
 }
@@ -295,11 +306,15 @@ std::vector<PendingTask> WheelCore::stop() {
   if (stopped_) return {};
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
   time_->interrupt();
-  indicator_.join();
+  if (indicator_.joinable()) indicator_.join();
 
-  // The indicator has exited: its wheel, queues and dispatched list are ours now.
+  // The indicator has exited: its wheel, queues and dispatched list are ours now. Room for the
+  // tasks known so far is made before any is taken out, so an allocation failure cannot strand
+  // half of them.
   std::vector<PendingTask> handed_back;
   std::vector<TaskNode*> running;
+  handed_back.reserve(wheel_.size() + dispatched_.size());
+  running.reserve(dispatched_.size());
   const auto reclaim = [&](TaskNode* node) {
     if (node->detach()) {
       settled_one();

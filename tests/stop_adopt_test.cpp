@@ -286,6 +286,40 @@ TEST_F(StopAdoptTest, StopWaitsForRunningPoolTask) {
 
 // Once stop() has begun, schedule, schedule_at and adopt are Stopped from every thread, the
 // still-running task included; a refused adopt cancels the task's future.
+// Two tasks due in the same tick, run inline: the first holds the indicator until stop() has
+// begun. The second has not started by then, so stop() must hand it back, not run it.
+TEST_F(StopAdoptTest, DueTaskNotStartedWhenStopBeginsIsHandedBack) {
+  HashedWheelTimer timer;
+  Gate first_running;
+  std::atomic<bool> second_ran{false};
+  const auto deadline = Clock::now() + 5ms;
+  auto first = timer.schedule_at(
+      [&] {
+        first_running.open();
+        // schedule() answers Stopped once stop() has begun; until then each probe is a far task
+        // that stop() will hand back too.
+        for (;;) {
+          try {
+            timer.schedule([] {}, 1h);
+          } catch (const Stopped&) {
+            return;
+          }
+          std::this_thread::yield();
+        }
+      },
+      deadline);
+  auto second = timer.schedule_at([&] { second_ran = true; }, deadline + 1ns);
+  ASSERT_TRUE(first_running.wait());
+  auto handed_back = timer.stop();
+  EXPECT_EQ(first.state(), TaskState::finished);
+  EXPECT_FALSE(second_ran.load());
+  EXPECT_EQ(second.state(), TaskState::waiting);
+  const bool second_handed_back = std::any_of(
+      handed_back.begin(), handed_back.end(),
+      [&](const PendingTask& task) { return task.future() == second; });
+  EXPECT_TRUE(second_handed_back);
+}
+
 TEST_F(StopAdoptTest, ScheduleDuringStopIsStoppedFromAnyThread) {
   // A task handed back by another timer, to try adopt() with.
   HashedWheelTimer donor(fast_options());
