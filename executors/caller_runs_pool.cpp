@@ -27,12 +27,14 @@ CallerRunsPool::CallerRunsPool(std::size_t threads, std::size_t queue_capacity)
   try {
     for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
   } catch (...) {
-    this->~CallerRunsPool();  // join the threads already started before rethrowing
+    shut_down();  // join the threads already started before rethrowing
     throw;
   }
 }
 
-CallerRunsPool::~CallerRunsPool() {
+CallerRunsPool::~CallerRunsPool() { shut_down(); }
+
+void CallerRunsPool::shut_down() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;

@@ -8,8 +8,9 @@
 // itself. The handle shares the task's one heap allocation; copies are reference-counted.
 //
 // Memory ordering: a state() or wait*() that observes FINISHED happens after everything the task
-// did (its captures already destroyed), and exception() then returns what it threw. A wait*() that
-// returns on CANCELED happens after the captures were destroyed.
+// did (its captures already destroyed), and exception() then returns what it threw. A canceled
+// task's captures are destroyed by the cancel() call that won, before it returns; another thread
+// may observe CANCELED a moment before that destruction has finished.
 #pragma once
 
 #include <cstdint>

@@ -36,6 +36,7 @@ class CallerRunsPool final : public Executor {
 
  private:
   void work_loop();
+  void shut_down() noexcept;  // lets the workers finish the queue, then joins them
 
   const std::size_t capacity_;
   std::mutex mutex_;
