@@ -174,7 +174,9 @@ TEST_F(StopAdoptTest, StopHandsBackEveryUnstartedTaskOrderedByDeadline) {
                                                          base + 100h};
   std::vector<TimerFuture> futures;
   for (auto d : early_deadlines) futures.push_back(timer.schedule_at([] {}, d));
-  std::this_thread::sleep_for(20ms);  // a delay only: ticks pass, moving these into the wheel
+  // The indicator moves one producer's tasks in order: once a due-now probe scheduled after
+  // them has run, these are in the wheel.
+  ASSERT_TRUE(timer.schedule([] {}, 0ms).wait_for(kMustHappen));
   for (auto d : late_deadlines) futures.push_back(timer.schedule_at([] {}, d));  // inbound queue
   futures.push_back(timer.schedule([] {}, std::chrono::hours::max()));
   ASSERT_EQ(timer.pending(), futures.size());
