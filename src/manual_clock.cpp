@@ -5,9 +5,9 @@
 namespace wheeltimer::detail {
 
 // One timer's view of the clock. Its indicator counts as busy from the moment the timer exists
-// until it sleeps with its next tick in the future, and again from the advance() that reaches
-// that tick; advance() waits for the count to reach zero. All fields are guarded by the clock's
-// mutex.
+// until it sleeps with its wake-up time in the future, and again from the advance() that reaches
+// that time or the wake() that cuts the sleep short; advance() waits for the count to reach zero.
+// All fields are guarded by the clock's mutex.
 class ManualClock::Source final : public TimeSource {
  public:
   explicit Source(std::shared_ptr<ManualClock> clock) : clock_(std::move(clock)) {
@@ -30,11 +30,13 @@ class ManualClock::Source final : public TimeSource {
         leave();
         return false;
       }
-      if (clock_->now_ >= due) {
+      if (woken_ || clock_->now_ >= due) {
+        woken_ = false;
         if (asleep_) {  // the time was already here; advance() did not have to wake us
           asleep_ = false;
           ++clock_->busy_;
         }
+        ++clock_->wakeups_;
         return true;
       }
       if (!asleep_) {
@@ -45,6 +47,17 @@ class ManualClock::Source final : public TimeSource {
       }
       clock_->changed_.wait(lock);
     }
+  }
+
+  void wake() override {
+    std::lock_guard<std::mutex> lock(clock_->mutex_);
+    woken_ = true;
+    // Busy from now on, so an advance() that follows waits for what the wake-up was for.
+    if (asleep_ && !gone_) {
+      asleep_ = false;
+      ++clock_->busy_;
+    }
+    clock_->changed_.notify_all();
   }
 
   void interrupt() override {
@@ -71,6 +84,7 @@ class ManualClock::Source final : public TimeSource {
   std::shared_ptr<ManualClock> clock_;
   Clock::time_point due_;
   bool asleep_ = false;
+  bool woken_ = false;
   bool gone_ = false;
   bool interrupted_ = false;
 };
@@ -82,6 +96,11 @@ std::shared_ptr<ManualClock> ManualClock::create(Clock::time_point start) {
 Clock::time_point ManualClock::now() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return now_;
+}
+
+std::size_t ManualClock::wakeups() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return wakeups_;
 }
 
 void ManualClock::advance(Clock::duration by) {

@@ -28,6 +28,8 @@ class ManualClock : public std::enable_shared_from_this<ManualClock> {
 
   Clock::time_point now() const;
   void advance(Clock::duration by);
+  // How many times the clock's indicators have woken up (by the time, or by wake()).
+  std::size_t wakeups() const;
   // A TimeSource for one timer (pass it to WheelCore).
   std::unique_ptr<TimeSource> source();
 
@@ -40,6 +42,7 @@ class ManualClock : public std::enable_shared_from_this<ManualClock> {
   Clock::time_point now_;  // guarded by mutex_
   std::vector<Source*> sources_;  // guarded by mutex_
   std::size_t busy_ = 0;  // indicators that are neither asleep nor stopped; guarded by mutex_
+  std::size_t wakeups_ = 0;  // guarded by mutex_
 };
 
 }  // namespace wheeltimer::detail

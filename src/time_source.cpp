@@ -5,14 +5,26 @@ namespace wheeltimer::detail {
 bool SteadyTimeSource::sleep_until(Clock::time_point due) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!interrupted_) {
-    if (Clock::now() >= due) return true;  // checked here, never trusted from the wait's result
+    // Both checked here, never trusted from the wait's result (spurious wake-ups).
+    if (woken_ || Clock::now() >= due) {
+      woken_ = false;
+      return true;
+    }
     if (due == Clock::time_point::max()) {
-      woken_.wait(lock);
+      changed_.wait(lock);
     } else {
-      woken_.wait_until(lock, due);
+      changed_.wait_until(lock, due);
     }
   }
   return false;
+}
+
+void SteadyTimeSource::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    woken_ = true;
+  }
+  changed_.notify_one();
 }
 
 void SteadyTimeSource::interrupt() {
@@ -20,7 +32,7 @@ void SteadyTimeSource::interrupt() {
     std::lock_guard<std::mutex> lock(mutex_);
     interrupted_ = true;
   }
-  woken_.notify_all();
+  changed_.notify_all();
 }
 
 }  // namespace wheeltimer::detail

@@ -2,9 +2,8 @@
 //
 // SteadyTimeSource is the real clock (wheeltimer::Clock). Tests use ManualClock
 // (manual_clock.hpp), whose time moves only when the test says so. The indicator is the only
-// caller of now() and sleep_until(); any thread may call interrupt(). The wheel's hot paths never
-// call through this interface: schedule() does not read the time, and the indicator makes one
-// call per tick.
+// caller of now() and sleep_until(); any thread may call wake() and interrupt(). schedule() never
+// reads the time; it calls wake() only when its task is due before the indicator's next wake-up.
 #pragma once
 
 #include <condition_variable>
@@ -18,9 +17,11 @@ class TimeSource {
  public:
   virtual ~TimeSource() = default;
   virtual Clock::time_point now() = 0;
-  // Blocks until now() >= due (true) or until interrupt() (false). An interrupt() that came
-  // before the call makes this and every later call return false at once.
+  // Blocks until now() >= due or wake() (true), or until interrupt() (false). A wake() that came
+  // before the call makes it return at once (once); an interrupt() makes this and every later
+  // call return false at once.
   virtual bool sleep_until(Clock::time_point due) = 0;
+  virtual void wake() = 0;
   virtual void interrupt() = 0;
 };
 
@@ -28,11 +29,13 @@ class SteadyTimeSource final : public TimeSource {
  public:
   Clock::time_point now() override { return Clock::now(); }
   bool sleep_until(Clock::time_point due) override;
+  void wake() override;
   void interrupt() override;
 
  private:
   std::mutex mutex_;
-  std::condition_variable woken_;
+  std::condition_variable changed_;
+  bool woken_ = false;        // guarded by mutex_
   bool interrupted_ = false;  // guarded by mutex_
 };
 

@@ -1,20 +1,63 @@
 #include "wheel.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <new>
 
 namespace wheeltimer::detail {
 
-Wheel::Wheel(std::size_t slots)
-    // calloc, not new[]: a large zeroed block comes straight from mmap, untouched.
-    : slots_(static_cast<TaskNode**>(std::calloc(slots, sizeof(TaskNode*)))), mask_(slots - 1) {
-  if (!slots_) throw std::bad_alloc();
+Wheel::Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick)
+    : start_(start),
+      tick_ns_(static_cast<std::uint64_t>(tick.count())),
+      mask_(slots - 1),
+      bits0_(static_cast<std::size_t>(std::countr_zero(slots))),
+      levels_((64 - bits0_ + kUpperBits - 1) / kUpperBits),
+      // calloc, not new[]: a large zeroed block comes straight from mmap, untouched.
+      level0_(static_cast<TaskNode**>(std::calloc(slots, sizeof(TaskNode*)))),
+      occupied0_(slots) {
+  if (!level0_) throw std::bad_alloc();
 }
 
 void Wheel::FreeDeleter::operator()(TaskNode** slots) const noexcept { std::free(slots); }
 
-void Wheel::insert(TaskNode* node, std::uint64_t tick) noexcept {
-  TaskNode*& head = tick == kNever ? never_ : slots_[tick & mask_];
+std::uint64_t Wheel::tick_of(Clock::time_point deadline) const noexcept {
+  if (deadline == Clock::time_point::max()) return kNever;
+  if (deadline <= start_) return 0;
+  return static_cast<std::uint64_t>((deadline - start_).count()) / tick_ns_;
+}
+
+Clock::time_point Wheel::tick_time(std::uint64_t tick) const noexcept {
+  const auto headroom = static_cast<std::uint64_t>((Clock::time_point::max() - start_).count());
+  if (tick > headroom / tick_ns_) return Clock::time_point::max();
+  return start_ + Clock::duration(static_cast<Clock::rep>(tick * tick_ns_));
+}
+
+bool Wheel::insert(TaskNode* node) noexcept {
+  const std::uint64_t tick = tick_of(node->deadline());
+  if (tick == kNever) {
+    link(never_, node);
+    return true;
+  }
+  if (tick <= now_) return false;
+  // The highest bit in which the node's tick differs from now picks the level: the node shares
+  // every higher digit with now, so its slot on that level is strictly ahead of now's.
+  const std::uint64_t differing = tick ^ now_;
+  if ((differing >> bits0_) == 0) {
+    const std::size_t slot = tick & mask_;
+    link(level0_[slot], node);
+    occupied0_.set(slot);
+    return true;
+  }
+  const auto top_bit = static_cast<std::size_t>(std::bit_width(differing)) - 1;
+  const std::size_t level = 1 + (top_bit - bits0_) / kUpperBits;
+  const std::size_t slot = digit(level, tick);
+  link(upper_[slot_index(level, slot)], node);
+  occupied_upper_[level] |= std::uint64_t{1} << slot;
+  return true;
+}
+
+void Wheel::link(TaskNode*& head, TaskNode* node) noexcept {
   node->next = head;
   if (head != nullptr) head->pprev = &node->next;
   node->pprev = &head;
@@ -23,11 +66,43 @@ void Wheel::insert(TaskNode* node, std::uint64_t tick) noexcept {
 }
 
 void Wheel::unlink(TaskNode* node) noexcept {
-  *node->pprev = node->next;
-  if (node->next != nullptr) node->next->pprev = node->pprev;
+  TaskNode** pprev = node->pprev;
+  *pprev = node->next;
+  if (node->next != nullptr) node->next->pprev = pprev;
   node->next = nullptr;
   node->pprev = nullptr;
   --size_;
+  if (*pprev == nullptr) slot_emptied(pprev);
+}
+
+void Wheel::slot_emptied(TaskNode** head) noexcept {
+  // `head` is a slot head only if it lies in one of the slot arrays; a `next` field inside a node
+  // or never_ needs nothing.
+  if (head >= level0_.get() && head <= level0_.get() + mask_) {
+    occupied0_.clear(static_cast<std::size_t>(head - level0_.get()));
+  } else if (head >= upper_.data() && head < upper_.data() + upper_.size()) {
+    const auto index = static_cast<std::size_t>(head - upper_.data());
+    occupied_upper_[1 + index / kUpperSlots] &= ~(std::uint64_t{1} << (index % kUpperSlots));
+  }
+}
+
+std::uint64_t Wheel::next_event() const noexcept {
+  std::uint64_t next = kNever;
+  // Level 0 holds only ticks of now's rotation, at or after now.
+  const std::size_t slot = occupied0_.find_next(now_ & mask_);
+  if (slot != SlotBitmap::npos) next = (now_ & ~std::uint64_t{mask_}) | slot;
+  for (std::size_t level = 1; level <= levels_; ++level) {
+    const std::size_t now_digit = digit(level, now_);
+    const std::uint64_t ahead =
+        now_digit + 1 == kUpperSlots ? 0 : occupied_upper_[level] & (~std::uint64_t{0} << (now_digit + 1));
+    if (ahead == 0) continue;
+    // The start of the first occupied slot: now's higher digits, that slot's digit, zeros below.
+    const std::size_t above = shift(level) + kUpperBits;
+    const std::uint64_t higher = above >= 64 ? 0 : now_ & (~std::uint64_t{0} << above);
+    const auto first = static_cast<std::uint64_t>(std::countr_zero(ahead));
+    next = std::min(next, higher | (first << shift(level)));
+  }
+  return next;
 }
 
 }  // namespace wheeltimer::detail

@@ -1,19 +1,30 @@
-// Wheel: the slots of a hashed timing wheel, each an intrusive doubly linked list of TaskNodes.
+// Wheel: the hierarchical timing wheel the indicator keeps its waiting TaskNodes in.
 //
-// A node due at tick T lives in slot T & mask; a node more than one rotation away shares its slot
-// with nearer ones and is skipped until the rotation that is its own: a node is due at a tick once
-// its deadline is at or before that tick's time. Nodes due "never" (a saturated deadline) live on a
-// separate list that no tick walks.
+// Time is counted in ticks since `start`; a node's tick is the one its deadline falls in. Level 0
+// has `slots` (a power of two) one-tick slots; each level above has 64 slots, each spanning a whole
+// rotation of the level below, up to levels that cover every 64-bit tick. A node goes to the lowest
+// level whose rotation it shares with the wheel's current tick (tokio's and the Linux kernel's
+// scheme), so every node sits in a slot strictly ahead of the current tick on its level. When the
+// wheel reaches the start of an upper slot, its nodes cascade down; when it reaches a level-0 slot,
+// its nodes are due. A far node is touched once per level it passes, never once per rotation.
+//
+// Each level keeps a bitmap of occupied slots, so next_event() (the next tick at which anything
+// happens) costs a few word scans and the indicator can sleep until then. Nodes due "never" (a
+// saturated deadline) live on a separate list that no tick walks.
 //
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
 
+#include <wheeltimer/clock.hpp>
+
+#include "slot_bitmap.hpp"
 #include "task_node.hpp"
 
 namespace wheeltimer::detail {
@@ -22,56 +33,112 @@ class Wheel {
  public:
   static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
-  // `slots` must be a power of two. The slot array is zero pages until used, so a huge wheel
-  // costs address space, not memory.
-  explicit Wheel(std::size_t slots);
+  // `slots` (level 0) must be a power of two. The level-0 array is zero pages until used, so a
+  // huge wheel costs address space, not memory.
+  Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick);
 
   std::size_t slot_count() const noexcept { return mask_ + 1; }
   std::size_t size() const noexcept { return size_; }
+  std::uint64_t now_tick() const noexcept { return now_; }
 
-  // Links `node` into the slot of `tick` (kNever: a list only stop() will find).
-  void insert(TaskNode* node, std::uint64_t tick) noexcept;
+  // The tick `deadline` falls in (kNever for time_point::max()), and the time a tick begins.
+  std::uint64_t tick_of(Clock::time_point deadline) const noexcept;
+  Clock::time_point tick_time(std::uint64_t tick) const noexcept;
+
+  // Links `node` by its deadline; false (and not linked) if its tick has already begun, i.e. it is
+  // due within the current tick.
+  bool insert(TaskNode* node) noexcept;
   void unlink(TaskNode* node) noexcept;
   static bool contains(const TaskNode* node) noexcept { return node->pprev != nullptr; }
 
-  // Unlinks every node of `tick`'s slot whose deadline is at or before `tick_time`, or that is
-  // already settled, and passes it to `take`, in slot order.
+  // The first tick after now_tick() at which a level-0 slot comes due or an upper slot cascades;
+  // kNever if the wheel holds nothing but "never" nodes.
+  std::uint64_t next_event() const noexcept;
+
+  // Moves the current tick forward to `tick`, cascading on the way: every node whose tick is at or
+  // before `tick` is unlinked and passed to `take`.
   template <class Take>
-  void expire(std::uint64_t tick, Clock::time_point tick_time, Take&& take) {
-    TaskNode* node = slots_[tick & mask_];
-    while (node != nullptr) {
-      TaskNode* following = node->next;
-      if (node->deadline() <= tick_time || node->state() != TaskState::waiting) {
-        unlink(node);
-        take(node);
+  void advance_to(std::uint64_t tick, Take&& take) {
+    for (std::uint64_t event = next_event(); event <= tick; event = next_event()) {
+      now_ = event;
+      for (std::size_t level = levels_; level >= 1; --level) {
+        if (event % span(level) != 0) continue;  // not the start of a slot on this level
+        const std::size_t index = slot_index(level, digit(level, event));
+        if (upper_[index] == nullptr) continue;
+        take_list(upper_[index], [&](TaskNode* node) {
+          if (!insert(node)) take(node);
+        });
       }
-      node = following;
+      take_list(level0_[event & mask_], take);
     }
+    if (tick > now_) now_ = tick;  // nothing happens in between, and no slot is left behind
   }
 
   // Unlinks every node and passes it to `take`.
   template <class Take>
   void drain(Take&& take) {
-    drain_list(never_, take);
-    for (std::size_t slot = 0; size_ != 0 && slot <= mask_; ++slot) drain_list(slots_[slot], take);
+    take_list(never_, take);
+    for (std::size_t slot = occupied0_.find_next(0); slot != SlotBitmap::npos;
+         slot = occupied0_.find_next(slot)) {
+      take_list(level0_[slot], take);
+    }
+    for (TaskNode*& head : upper_) take_list(head, take);
   }
 
  private:
+  static constexpr std::size_t kUpperSlots = 64;
+  static constexpr std::size_t kUpperBits = 6;
+  static constexpr std::size_t kMaxUpperLevels = 11;  // (64 - 0) / 6, rounded up
+
+  // Level `level` >= 1: the bit its digit starts at, its slot span in ticks (0: wider than 2^64),
+  // and the digit of `tick` on it.
+  std::size_t shift(std::size_t level) const noexcept { return bits0_ + kUpperBits * (level - 1); }
+  std::uint64_t span(std::size_t level) const noexcept {
+    return shift(level) >= 64 ? 0 : std::uint64_t{1} << shift(level);
+  }
+  std::size_t digit(std::size_t level, std::uint64_t tick) const noexcept {
+    return static_cast<std::size_t>(tick >> shift(level)) & (kUpperSlots - 1);
+  }
+  static std::size_t slot_index(std::size_t level, std::size_t digit) noexcept {
+    return (level - 1) * kUpperSlots + digit;
+  }
+
+  void link(TaskNode*& head, TaskNode* node) noexcept;
+  // The head `pprev` points at became empty: clear its occupied bit (nothing for never_).
+  void slot_emptied(TaskNode** head) noexcept;
+
+  // Unlinks every node of one list, then passes each to `take` (which may link it elsewhere).
   template <class Take>
-  void drain_list(TaskNode*& head, Take& take) {
-    while (head != nullptr) {
-      TaskNode* node = head;
-      unlink(node);
+  void take_list(TaskNode*& head, Take&& take) {
+    if (head == nullptr) return;
+    TaskNode* node = head;
+    head = nullptr;
+    slot_emptied(&head);
+    while (node != nullptr) {
+      TaskNode* following = node->next;
+      node->next = nullptr;
+      node->pprev = nullptr;
+      --size_;
       take(node);
+      node = following;
     }
   }
 
   struct FreeDeleter {
     void operator()(TaskNode** slots) const noexcept;
   };
-  std::unique_ptr<TaskNode*[], FreeDeleter> slots_;
-  std::size_t mask_;
+
+  const Clock::time_point start_;
+  const std::uint64_t tick_ns_;
+  const std::size_t mask_;
+  const std::size_t bits0_;    // log2 of the level-0 slot count
+  const std::size_t levels_;   // upper levels in use
+  std::unique_ptr<TaskNode*[], FreeDeleter> level0_;
+  SlotBitmap occupied0_;
+  std::array<TaskNode*, kMaxUpperLevels * kUpperSlots> upper_{};
+  std::array<std::uint64_t, kMaxUpperLevels + 1> occupied_upper_{};  // index = level
   TaskNode* never_ = nullptr;
+  std::uint64_t now_ = 0;
   std::size_t size_ = 0;
 };
 

@@ -15,14 +15,16 @@
 namespace wheeltimer::detail {
 namespace {
 
-// control_: bits 0-62 pending tasks, bit 63 "stop() has begun".
+// control_: bits 0-39 pending tasks, bits 40-61 pushes (wrapping), bit 63 "stop() has begun".
 constexpr std::uint64_t kOnePending = 1;
+constexpr std::uint64_t kPendingMask = (std::uint64_t{1} << 40) - 1;
+constexpr unsigned kPushShift = 40;
+constexpr std::uint64_t kPushMask = ((std::uint64_t{1} << 22) - 1) << kPushShift;
 constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
-constexpr std::uint64_t kPendingMask = kStopping - 1;
 
-// Netty's cap: a flood of schedule() calls delays the tick by at most this much work; the rest
-// waits in the inbound queue for the next tick.
-constexpr std::size_t kMaxTransferPerTick = 100000;
+// Netty's cap: a flood of schedule() calls delays due tasks by at most this much work per
+// wake-up; the rest waits in the inbound queue for the next round.
+constexpr std::size_t kMaxTransferPerRound = 100000;
 constexpr std::size_t kBatch = 256;
 constexpr std::size_t kMinPrune = 1024;
 
@@ -79,7 +81,7 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
     : options_(validated(std::move(options))),
       time_(std::move(time)),
       start_(time_->now()),
-      wheel_(options_.wheel_size),
+      wheel_(options_.wheel_size, start_, options_.tick),
       prune_at_(kMinPrune) {
   indicator_ = std::thread([this] { run_indicator(); });
 }
@@ -90,9 +92,10 @@ WheelCore::~WheelCore() {
 
 // ---- Producers -------------------------------------------------------------------------------
 
-void WheelCore::admit(const char* operation) {
+bool WheelCore::admit(const char* operation) {
   // Check, then count, in one compare-and-swap: pending() never shows a task that is refused.
   std::uint64_t current = control_.load(std::memory_order_acquire);
+  std::uint64_t next = 0;
   do {
     if (current & kStopping) {
       throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
@@ -101,8 +104,11 @@ void WheelCore::admit(const char* operation) {
       throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
                      std::to_string(options_.max_pending) + ") tasks are already pending");
     }
-  } while (!control_.compare_exchange_weak(current, current + kOnePending,
-                                           std::memory_order_acq_rel, std::memory_order_acquire));
+    const std::uint64_t pushes = (current + (std::uint64_t{1} << kPushShift)) & kPushMask;
+    next = (current & ~kPushMask) + kOnePending + pushes;
+  } while (!control_.compare_exchange_weak(current, next, std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+  return (next >> kPushShift) % kHousekeepingPushes == 0;
 }
 
 void WheelCore::settled_one() noexcept {
@@ -115,7 +121,7 @@ std::size_t WheelCore::pending() const noexcept {
 
 TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
   if (!task) throw std::invalid_argument("wheeltimer: schedule_at() was given an empty task");
-  admit("schedule");
+  const bool housekeeping = admit("schedule");
   TaskNode* node = nullptr;
   try {
     node = new TaskNode(std::move(task), deadline, this);
@@ -125,6 +131,7 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
     settled_one();
     throw;
   }
+  after_push(deadline, housekeeping);
   return TimerFuture(node);
 }
 
@@ -132,7 +139,8 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   if (task.node_ == nullptr) {
     throw std::invalid_argument("wheeltimer: adopt() was given an empty PendingTask");
   }
-  admit("adopt");  // on refusal, `task` goes out of scope and cancels its future
+  // On refusal, `task` goes out of scope and cancels its future.
+  const bool housekeeping = admit("adopt");
   TaskNode* node = task.release();
   if (!node->attach(this)) {  // canceled since stop() handed it back: schedule nothing
     settled_one();
@@ -147,7 +155,21 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     node->release(2);  // ours and the future's that will not be returned
     throw std::bad_alloc();
   }
+  after_push(node->deadline(), housekeeping);
   return TimerFuture(node);
+}
+
+void WheelCore::after_push(Clock::time_point deadline, bool housekeeping) noexcept {
+  // Pairs with the fence in run_indicator(): see "Waking" in the header.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
+  if (wake_at == kAwake) return;  // it will look at the queue before it sleeps
+  if (deadline.time_since_epoch().count() >= wake_at && !housekeeping) return;
+  // Only the producer that flips the published time to kAwake wakes it: one wake-up, not one per
+  // producer.
+  if (wake_at_.compare_exchange_strong(wake_at, kAwake, std::memory_order_relaxed)) {
+    time_->wake();
+  }
 }
 
 void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
@@ -165,36 +187,49 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
 
 void WheelCore::run_indicator() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
-  while (time_->sleep_until(tick_time(current_tick_ + 1))) {
-    ++current_tick_;
+  do {
     transfer_inbound();
     unlink_canceled();
-    expire_current_tick();
+    const Clock::time_point now = time_->now();
+    // Harvest the current tick and the next one, so a tick's first tasks start at their own
+    // deadlines instead of waiting for a wake-up at the tick's beginning.
+    const std::uint64_t tick = wheel_.tick_of(now);
+    wheel_.advance_to(tick == Wheel::kNever ? tick : tick + 1,
+                      [this](TaskNode* node) { make_due(node); });
+    fire_due(now);
     prune_dispatched();
-  }
+    if (control_.load(std::memory_order_acquire) & kStopping) {
+      // stop() interrupts the time source right after setting the flag; returning through it
+      // tells the source (and a ManualClock) that this indicator is gone.
+      while (time_->sleep_until(Clock::time_point::max())) {
+      }
+      return;
+    }
+
+    const Clock::rep wake_at = next_wake().time_since_epoch().count();
+    wake_at_.store(wake_at, std::memory_order_relaxed);
+    // Pairs with the fence in after_push(): see "Waking" in the header.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (inbound_.size_approx() != 0) {
+      wake_at_.store(kAwake, std::memory_order_relaxed);
+      continue;
+    }
+    const bool running = time_->sleep_until(Clock::time_point(Clock::duration(wake_at)));
+    wake_at_.store(kAwake, std::memory_order_relaxed);
+    if (!running) return;
+  } while (true);
 }
 
-Clock::time_point WheelCore::tick_time(std::uint64_t tick) const noexcept {
-  const auto headroom = static_cast<std::uint64_t>((Clock::time_point::max() - start_).count());
-  const auto tick_ns = static_cast<std::uint64_t>(options_.tick.count());
-  if (tick > headroom / tick_ns) return Clock::time_point::max();
-  return start_ + Clock::duration(static_cast<Clock::rep>(tick * tick_ns));
-}
-
-std::uint64_t WheelCore::target_tick(Clock::time_point deadline) const noexcept {
-  if (deadline == Clock::time_point::max()) return Wheel::kNever;
-  if (deadline <= start_) return 0;
-  // The first tick whose time is at or after the deadline: tick_time(result) >= deadline.
-  const auto since = static_cast<std::uint64_t>((deadline - start_).count());
-  const auto tick_ns = static_cast<std::uint64_t>(options_.tick.count());
-  return since / tick_ns + (since % tick_ns != 0 ? 1 : 0);
+Clock::time_point WheelCore::next_wake() const noexcept {
+  const Clock::time_point event = wheel_.tick_time(wheel_.next_event());
+  return due_.empty() ? event : std::min(event, due_.front().deadline);
 }
 
 void WheelCore::transfer_inbound() {
   TaskNode* batch[kBatch];
-  for (std::size_t moved = 0; moved < kMaxTransferPerTick;) {
+  for (std::size_t moved = 0; moved < kMaxTransferPerRound;) {
     const std::size_t count =
-        inbound_.try_dequeue_bulk(batch, std::min(kBatch, kMaxTransferPerTick - moved));
+        inbound_.try_dequeue_bulk(batch, std::min(kBatch, kMaxTransferPerRound - moved));
     if (count == 0) break;
     moved += count;
     for (std::size_t i = 0; i < count; ++i) {
@@ -203,20 +238,20 @@ void WheelCore::transfer_inbound() {
         node->release();
         continue;
       }
-      // A slot the wheel has already passed means "due now": this tick, not a rotation later.
-      wheel_.insert(node, std::max(target_tick(node->deadline()), current_tick_));
+      if (!wheel_.insert(node)) make_due(node);  // its tick has begun (or passed)
     }
   }
 }
 
 void WheelCore::unlink_canceled() {
   TaskNode* batch[kBatch];
-  for (std::size_t done = 0; done < kMaxTransferPerTick;) {
+  for (std::size_t done = 0; done < kMaxTransferPerRound;) {
     const std::size_t count = canceled_.try_dequeue_bulk(batch, kBatch);
     if (count == 0) break;
     done += count;
     for (std::size_t i = 0; i < count; ++i) {
       TaskNode* node = batch[i];
+      // A canceled node already among the due ones is dropped when its deadline comes.
       const bool in_wheel = Wheel::contains(node);
       if (in_wheel) wheel_.unlink(node);
       node->release(in_wheel ? 2 : 1);  // the queue entry's reference, and the wheel's if linked
@@ -224,22 +259,31 @@ void WheelCore::unlink_canceled() {
   }
 }
 
-void WheelCore::expire_current_tick() {
-  due_.clear();
-  wheel_.expire(current_tick_, tick_time(current_tick_),
-                [this](TaskNode* node) { due_.push_back(node); });
-  // Tasks due in the same tick start in deadline order.
-  std::stable_sort(due_.begin(), due_.end(), [](const TaskNode* a, const TaskNode* b) {
-    return a->deadline() < b->deadline();
-  });
-  for (std::size_t i = 0; i < due_.size(); ++i) {
+namespace {
+// Orders the due heap so its front is the earliest deadline.
+constexpr auto later = [](const auto& a, const auto& b) { return a.deadline > b.deadline; };
+}  // namespace
+
+void WheelCore::make_due(TaskNode* node) {
+  due_.push_back(Due{node->deadline(), node});
+  std::push_heap(due_.begin(), due_.end(), later);
+}
+
+void WheelCore::fire_due(Clock::time_point now) {
+  while (!due_.empty() && due_.front().deadline <= now) {
+    // stop() has begun while earlier tasks ran: what has not started stays here for stop() to
+    // hand back.
     if (control_.load(std::memory_order_acquire) & kStopping) {
-      // stop() has begun while earlier tasks of this tick ran: what has not started yet goes
-      // back into the wheel, where stop() finds it and hands it back.
-      for (; i < due_.size(); ++i) wheel_.insert(due_[i], current_tick_);
+      // stop() interrupts the time source right after setting the flag; returning through it
+      // tells the source (and a ManualClock) that this indicator is gone.
+      while (time_->sleep_until(Clock::time_point::max())) {
+      }
       return;
     }
-    dispatch(due_[i]);
+    std::pop_heap(due_.begin(), due_.end(), later);
+    TaskNode* node = due_.back().node;
+    due_.pop_back();
+    dispatch(node);
   }
 }
 
@@ -313,7 +357,7 @@ std::vector<PendingTask> WheelCore::stop() {
   // half of them.
   std::vector<PendingTask> handed_back;
   std::vector<TaskNode*> running;
-  handed_back.reserve(wheel_.size() + dispatched_.size());
+  handed_back.reserve(wheel_.size() + due_.size() + dispatched_.size());
   running.reserve(dispatched_.size());
   const auto reclaim = [&](TaskNode* node) {
     if (node->detach()) {
@@ -326,6 +370,7 @@ std::vector<PendingTask> WheelCore::stop() {
     }
   };
   wheel_.drain(reclaim);
+  for (const Due& due : std::exchange(due_, {})) reclaim(due.node);
   for (TaskNode* dispatched : std::exchange(dispatched_, {})) reclaim(dispatched);
   for (TaskNode* started : running) {
     started->wait_until(Clock::time_point::max());

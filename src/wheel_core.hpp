@@ -4,6 +4,7 @@
 // Threads:
 //  - schedule_at()/adopt(): any thread. They count the task in `control_`, then push it onto the
 //    lock-free inbound queue; only the indicator (or stop(), after the indicator exits) pops it.
+//    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
 //  - TaskNode::cancel(): any thread; calls on_canceled(), which queues the node for unlinking.
 //  - The wheel, `dispatched_` and the consumer side of both queues: the indicator thread, and
 //    stop() once it has joined the indicator.
@@ -13,12 +14,21 @@
 // "is it stopping?" and "count me" are one atomic step: a producer either sees the flag and backs
 // out, or is counted before stop() sets it, and then stop() keeps draining the inbound queue until
 // that task (like every other accepted one) has been reclaimed and pending() is zero.
+//
+// Waking: the indicator sleeps until the earliest deadline it knows of, or the next wheel event,
+// whichever comes first, and publishes that time in `wake_at_` (kAwake while it works). A producer
+// pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
+// sleeping. With a seq_cst fence on each side (Dekker's pattern) either the producer sees the
+// published time and wakes the indicator if its task is due earlier, or the indicator sees the
+// task. Every kHousekeepingPushes-th task pushed also wakes a sleeping indicator, so the canceled
+// tasks of a schedule-and-cancel stream never pile up waiting for a far-off wake-up.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -49,6 +59,7 @@ class WheelCore {
   std::vector<PendingTask> stop();
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
+  static constexpr std::size_t kHousekeepingPushes = 1024;
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
   // a node attached here; `in_wheel` if the indicator had linked it into the wheel.
@@ -57,16 +68,22 @@ class WheelCore {
  private:
   class ExecutorWork;
 
-  // Counts one task in, or throws Stopped/Rejected; the caller then pushes it.
-  void admit(const char* operation);
+  // Counts one task in, or throws Stopped/Rejected; the caller then pushes it. True for every
+  // kHousekeepingPushes-th task.
+  bool admit(const char* operation);
   void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)
 
+  // After a push: wakes a sleeping indicator if the task is due before it would wake, or for
+  // `housekeeping`.
+  void after_push(Clock::time_point deadline, bool housekeeping) noexcept;
+
   void run_indicator();
-  Clock::time_point tick_time(std::uint64_t tick) const noexcept;
-  std::uint64_t target_tick(Clock::time_point deadline) const noexcept;
   void transfer_inbound();
   void unlink_canceled();
-  void expire_current_tick();
+  void make_due(TaskNode* node);
+  // Starts every due task whose deadline has come, in deadline order.
+  void fire_due(Clock::time_point now);
+  Clock::time_point next_wake() const noexcept;
   void dispatch(TaskNode* node);
   void run_started(TaskNode* node) noexcept;
   void report(std::exception_ptr error) const noexcept;
@@ -76,16 +93,26 @@ class WheelCore {
   const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
 
-  // Written by every producer: kept on its own cache line, away from the indicator's fields.
+  // Pending count, push count and the stopping flag (see wheel_core.cpp). Written by every
+  // producer: kept on its own cache line, away from the indicator's fields.
   alignas(64) std::atomic<std::uint64_t> control_{0};
+  // When the indicator will wake next (Clock::rep), or kAwake. Written by the indicator about once
+  // per wake-up and read by every producer: its own line, so producers' writes never evict it.
+  static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
+  alignas(64) std::atomic<Clock::rep> wake_at_{kAwake};
 
   alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
   moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
 
   // Indicator-owned state.
   Wheel wheel_;
-  std::uint64_t current_tick_ = 0;
-  std::vector<TaskNode*> due_;         // this tick's expired nodes, reused
+  // Nodes whose tick has begun, as a min-heap on deadline: they start at their exact deadline,
+  // not at the end of their tick. Each entry holds the wheel's reference.
+  struct Due {
+    Clock::time_point deadline;
+    TaskNode* node;
+  };
+  std::vector<Due> due_;
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
   std::size_t prune_at_;
 

@@ -292,10 +292,10 @@ TEST_F(HashedWheelTimerTest, TasksBeyondOneRotationRunOnTimeNotEarly) {
   }
 }
 
-// A deadline whose slot the wheel has already passed fires on the next tick, not a rotation
-// later. The rotation (200 ms x 128 = 25.6 s) is far beyond kLateBound, so a task wrongly parked
+// A deadline whose slot the wheel has already passed fires at once, not a rotation later (the
+// PowerJob bug). The rotation (200 ms x 128 = 25.6 s) is far beyond kLateBound, so a task wrongly parked
 // for a full rotation trips the bound while scheduling noise does not.
-TEST_F(HashedWheelTimerTest, PastDeadlineFiresOnNextTickNotNextRotation) {
+TEST_F(HashedWheelTimerTest, PastDeadlineFiresAtOnceNotNextRotation) {
   constexpr auto kTick = 200ms;
   HashedWheelTimer timer(TimerOptions{.tick = kTick, .wheel_size = 128});
   static_assert(kTick * 128 > 2 * kLateBound);
@@ -306,7 +306,7 @@ TEST_F(HashedWheelTimerTest, PastDeadlineFiresOnNextTickNotNextRotation) {
     TimerFuture future = timer.schedule_at(recording_task(record), scheduled - before_now);
     ASSERT_TRUE(future.wait_for(kMustHappen)) << what;
     EXPECT_LT(record->start - scheduled, kLateBound)
-        << what << ": parked for a rotation instead of firing on the next tick";
+        << what << ": parked for a rotation instead of firing at once";
   };
   // Before the timer's first tick, earlier than its start.
   run_past(1s, "before start");

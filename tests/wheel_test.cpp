@@ -1,6 +1,8 @@
 // The wheel itself, on a ManualClock: time moves only when a test advances it, and advance()
-// returns once the indicator has processed every tick due by then. So these tests can assert
-// exactly which tick each task fires on, with no dependence on the machine's speed.
+// returns once the indicator has handled everything due by then and gone back to sleep. So these
+// tests can assert exactly when each task fires (at the first clock reading at or after its
+// deadline, not at the end of its tick), across cascades between levels, and how often the
+// indicator wakes up, with no dependence on the machine's speed.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -20,6 +22,7 @@ using detail::ManualClock;
 using detail::WheelCore;
 
 constexpr auto kTick = 1ms;
+constexpr auto kHalfTick = 500us;
 
 // Everything a task saw when it ran: which one, and the clock's time then.
 struct Firing {
@@ -53,8 +56,8 @@ class WheelTest : public ::testing::Test {
   std::vector<Firing> fired_;
 };
 
-// Tasks spread over many rotations of a small wheel each fire on exactly their own tick: never
-// before, and not one tick late.
+// Tasks spread over many rotations of a small wheel (so across levels) each fire exactly at their
+// deadline: never before, and not one tick late.
 TEST_F(WheelTest, PlacementAcrossManyRotationsFiresOnTheExactTick) {
   auto wheel = make_wheel(8);
   constexpr int kTicks = 100;  // 12.5 rotations
@@ -68,21 +71,115 @@ TEST_F(WheelTest, PlacementAcrossManyRotationsFiresOnTheExactTick) {
   EXPECT_EQ(wheel->pending(), 0u);
 }
 
-// A deadline exactly on a tick fires on that tick; one nanosecond later waits for the next.
-TEST_F(WheelTest, DeadlinesOnAndJustAfterATickBoundary) {
+// A task fires at its deadline, not at the end of its tick: one nanosecond before it nothing has
+// run, at it the task has, wherever in the tick the deadline falls.
+TEST_F(WheelTest, FiresAtItsDeadlineWithinTheTick) {
   auto wheel = make_wheel(16);
   auto on_tick = schedule(*wheel, 1, start_ + 3 * kTick);
   auto just_after = schedule(*wheel, 2, start_ + 3 * kTick + 1ns);
+  auto mid_tick = schedule(*wheel, 3, start_ + 3 * kTick + 250us);
   clock_->advance(3 * kTick - 1ns);
   EXPECT_TRUE(fired_.empty());
   clock_->advance(1ns);
   EXPECT_EQ(fired_ids(), std::vector<int>{1});
-  clock_->advance(kTick - 1ns);
-  EXPECT_EQ(fired_ids(), std::vector<int>{1});
   clock_->advance(1ns);
   EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2}));
+  clock_->advance(250us - 2ns);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2}));
+  clock_->advance(1ns);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(fired_.back().at, start_ + 3 * kTick + 250us);
   EXPECT_EQ(on_tick.state(), TaskState::finished);
   EXPECT_EQ(just_after.state(), TaskState::finished);
+  EXPECT_EQ(mid_tick.state(), TaskState::finished);
+}
+
+// Deadlines from one tick to 35 years out, on wheels whose level 0 has 1, 8 and 512 slots: each task
+// cascades down through the levels and fires exactly at its deadline, not a nanosecond before.
+TEST_F(WheelTest, CascadesFireEveryScaleExactlyAtItsDeadline) {
+  for (std::size_t wheel_size : {std::size_t{1}, std::size_t{8}, std::size_t{512}}) {
+    auto wheel = make_wheel(wheel_size);
+    const auto base = clock_->now();
+    fired_.clear();
+    std::vector<Clock::duration> offsets;
+    for (std::uint64_t ticks = 1; ticks < (std::uint64_t{1} << 40); ticks = ticks * 3 + 1) {
+      offsets.push_back(static_cast<Clock::rep>(ticks) * kTick + 123us);
+    }
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      schedule(*wheel, static_cast<int>(i), base + offsets[i]);
+    }
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      clock_->advance(base + offsets[i] - 1ns - clock_->now());
+      ASSERT_EQ(fired_.size(), i) << "wheel_size " << wheel_size << ", task " << i << " early";
+      clock_->advance(1ns);
+      ASSERT_EQ(fired_.size(), i + 1) << "wheel_size " << wheel_size << ", task " << i << " late";
+      EXPECT_EQ(fired_.back().id, static_cast<int>(i));
+      EXPECT_EQ(fired_.back().at, base + offsets[i]);
+    }
+    EXPECT_EQ(wheel->pending(), 0u);
+    wheel->stop();
+  }
+}
+
+// With nothing scheduled the indicator never wakes up, however long the clock runs.
+TEST_F(WheelTest, IdleTimerNeverWakesUp) {
+  auto wheel = make_wheel(512);
+  const std::size_t before = clock_->wakeups();
+  for (int i = 0; i < 1000; ++i) clock_->advance(kTick);
+  clock_->advance(24h);
+  EXPECT_EQ(clock_->wakeups(), before);
+}
+
+// Timers an hour out cost no wake-ups while the clock runs a second: the indicator sleeps until
+// the next event of the wheel (here a cascade many minutes away), not tick by tick. Reaching the
+// hour takes one wake-up per level the tasks cascade through, plus one to fire them.
+TEST_F(WheelTest, FarTimersCostNoWakeupsUntilTheirTime) {
+  auto wheel = make_wheel(512);
+  std::vector<TimerFuture> far;
+  for (int i = 0; i < 1000; ++i) far.push_back(schedule(*wheel, i, start_ + 1h + i * 1us));
+  clock_->advance(0ns);  // let the indicator take them in
+  const std::size_t before = clock_->wakeups();
+  for (int i = 0; i < 1000; ++i) clock_->advance(kTick);
+  EXPECT_EQ(clock_->wakeups(), before);
+  clock_->advance(start_ + 1h + 999us - clock_->now());
+  EXPECT_EQ(fired_.size(), 1000u);
+  EXPECT_LE(clock_->wakeups() - before, 8u);
+}
+
+// A new task due before the indicator's planned wake-up wakes it early; one due later does not.
+TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 1, start_ + 1h);
+  clock_->advance(0ns);
+  std::size_t before = clock_->wakeups();
+  schedule(*wheel, 2, start_ + 2h);  // after the planned wake-up: stays queued, no wake-up
+  clock_->advance(0ns);
+  EXPECT_EQ(clock_->wakeups(), before);
+  schedule(*wheel, 3, start_ + 5 * kTick + 10us);  // before it: wakes the indicator at once
+  clock_->advance(0ns);
+  EXPECT_EQ(clock_->wakeups(), before + 1);
+  clock_->advance(5 * kTick + 10us);
+  EXPECT_EQ(fired_ids(), std::vector<int>{3});
+  EXPECT_EQ(fired_.back().at, start_ + 5 * kTick + 10us);
+  clock_->advance(2h);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{3, 1, 2}));
+}
+
+// Canceled tasks do not wait for a far-off wake-up to leave the wheel: every
+// kHousekeepingPushes-th task scheduled wakes a sleeping indicator, which unlinks them.
+TEST_F(WheelTest, CancelsWakeTheIndicatorForHousekeeping) {
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 0, start_ + 1h);
+  clock_->advance(0ns);
+  const std::size_t before = clock_->wakeups();
+  for (std::size_t i = 0; i < WheelCore::kHousekeepingPushes; ++i) {
+    auto future = schedule(*wheel, 1, start_ + 2h);
+    clock_->advance(0ns);
+    future.cancel();
+  }
+  clock_->advance(0ns);
+  EXPECT_GE(clock_->wakeups(), before + 1);
+  EXPECT_EQ(wheel->pending(), 1u);
 }
 
 // The machine was suspended: the clock jumps 1000 ticks at once. The wheel catches up tick by
@@ -121,13 +218,13 @@ TEST_F(WheelTest, NeverEarlyForAnyWheelSize) {
       deadlines.push_back(base + (i * 37 % 250) * 100us + 1ns);
       schedule(*wheel, i, deadlines.back());
     }
-    for (int step = 0; step < 30; ++step) clock_->advance(kTick);
+    for (int step = 0; step < 300; ++step) clock_->advance(100us);
     ASSERT_EQ(fired_.size(), 200u) << "wheel_size " << wheel_size;
     for (const Firing& firing : fired_) {
       EXPECT_GE(firing.at, deadlines[static_cast<std::size_t>(firing.id)])
           << "wheel_size " << wheel_size;
-      EXPECT_LT(firing.at - deadlines[static_cast<std::size_t>(firing.id)], kTick)
-          << "fired a tick late, wheel_size " << wheel_size;
+      EXPECT_LT(firing.at - deadlines[static_cast<std::size_t>(firing.id)], 100us)
+          << "fired a clock step late, wheel_size " << wheel_size;
     }
     wheel->stop();
   }
@@ -145,14 +242,15 @@ TEST_F(WheelTest, WheelOfSizeOneWorks) {
   EXPECT_EQ(fired_ids(), (std::vector<int>{2, 1}));
 }
 
-// A deadline in a slot the wheel already passed fires on the next tick, not a rotation later.
-TEST_F(WheelTest, PassedSlotFiresOnTheNextTick) {
+// A deadline in a slot the wheel already passed is due at once, not a rotation later.
+TEST_F(WheelTest, PassedSlotFiresAtOnce) {
   auto wheel = make_wheel(8);
   clock_->advance(5 * kTick);                     // the wheel is at tick 5
   schedule(*wheel, 1, start_ + 2 * kTick);        // slot 2: already passed in this rotation
   schedule(*wheel, 2, start_ - 1h);               // long before the wheel started
-  clock_->advance(kTick);
-  EXPECT_EQ(fired_ids(), (std::vector<int>{2, 1}));  // both on tick 6, in deadline order
+  clock_->advance(0ns);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{2, 1}));  // in deadline order
+  EXPECT_EQ(fired_.back().at, start_ + 5 * kTick);
 }
 
 // Every task scheduled while the clock stands still is still there, untouched, after many
@@ -167,9 +265,8 @@ TEST_F(WheelTest, FarTaskSurvivesRotationsUntilItsOwn) {
   EXPECT_EQ(fired_ids(), std::vector<int>{1});
 }
 
-// A canceled task leaves the wheel on the next tick: its captures die in cancel() and the node
-// is released by the wheel long before its deadline's rotation comes round.
-TEST_F(WheelTest, CanceledTaskIsUnlinkedOnTheNextTick) {
+// A canceled task's captures die in cancel() itself, long before its deadline comes round.
+TEST_F(WheelTest, CanceledTaskCapturesDieInCancel) {
   auto wheel = make_wheel(8);
   auto capture = std::make_shared<int>(0);
   std::weak_ptr<int> watch = capture;
@@ -196,20 +293,24 @@ TEST_F(WheelTest, SaturatedDeadlineNeverFires) {
   EXPECT_EQ(handed_back.front().future(), never);
 }
 
-// A task scheduled from inside a task, due at once, runs on the following tick.
-TEST_F(WheelTest, TaskScheduledFromATaskRunsOnTheNextTick) {
+// A task scheduled from inside a task, due at once, runs right after it (never inside schedule()),
+// and one due half a tick later runs exactly then.
+TEST_F(WheelTest, TaskScheduledFromATaskRunsAfterIt) {
   auto wheel = make_wheel(8);
   wheel->schedule_at(
       [&] {
         fired_.push_back({1, clock_->now()});
         schedule(*wheel, 2, clock_->now());
+        EXPECT_EQ(fired_.size(), 1u);  // not run inside schedule()
+        schedule(*wheel, 3, clock_->now() + kHalfTick);
       },
       start_ + kTick);
   clock_->advance(kTick);
-  EXPECT_EQ(fired_ids(), std::vector<int>{1});
-  clock_->advance(kTick);
   EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2}));
-  EXPECT_EQ(fired_.back().at, start_ + 2 * kTick);
+  EXPECT_EQ(fired_.back().at, start_ + kTick);
+  clock_->advance(kHalfTick);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(fired_.back().at, start_ + kTick + kHalfTick);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // HashedWheelTimer: a hashed timing wheel driven by one "indicator" thread.
 //
-// The indicator sleeps until the absolute deadline of the next tick (so ticks never drift), then
-// moves newly scheduled tasks from a lock-free many-producer queue into the wheel's slots (a
-// bounded number per tick, so a flood of schedule() calls cannot starve ticking), and hands the
-// tasks that are due to the executor. A task's slot is its target tick modulo the wheel size; a task
-// more than one rotation out stays in its slot, skipped, until the rotation that is its own.
-// Canceled tasks are unlinked on the next tick, not at their deadline.
+// Deadlines are kept in a hierarchical timing wheel: level 0 has `wheel_size` slots of one tick,
+// each level above 64 slots that each span a whole rotation of the level below, so a far task is
+// touched once per level as it cascades down, never once per rotation. The indicator sleeps until
+// the earliest deadline it knows of or the next cascade (never tick by tick: an idle timer does
+// not wake up at all), and a new task due before that wakes it early. Tasks whose tick has begun
+// are started at their exact deadline, in deadline order, not at the end of their tick. New tasks
+// arrive through a lock-free many-producer queue, taken in bounded batches so a flood of
+// schedule() calls cannot starve due tasks. Canceled tasks leave the wheel the next time the
+// indicator wakes, which every 1024th schedule() call forces.
 //
 // Threads: every member may be called from any thread, concurrently, and schedule(), cancel() and
 // adopt() from inside the timer's own tasks. stop() from inside one of its own tasks throws

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -55,13 +56,12 @@ struct ModelTask {
   Throws throws = Throws::nothing;
   Fate fate = Fate::waiting;
   int owner = -1;                 // the timer it waits in, while fate == waiting
-  Clock::time_point fires_at;     // when the owner's wheel reaches it
+  Clock::time_point ran_at;       // the clock's time when the model saw it become due
   bool run_by_caller = false;     // PendingTask::run(): no deadline applies
 };
 
 struct ModelTimer {
   std::unique_ptr<WheelCore> core;
-  Clock::time_point start;
   bool stopped = false;
 };
 
@@ -116,7 +116,6 @@ class Checker {
   void add_timer() {
     ModelTimer timer;
     timer.core = std::make_unique<WheelCore>(options_, clock_->source());
-    timer.start = clock_->now();
     timers_.push_back(std::move(timer));
   }
 
@@ -133,14 +132,26 @@ class Checker {
     }));
   }
 
-  // The wheel has processed every tick up to now when a task arrives; it picks the task up on the
-  // next tick and runs it on the first tick at or after its deadline, whichever is later.
-  Clock::time_point fire_time(int timer, Clock::time_point deadline) const {
-    if (deadline == Clock::time_point::max()) return Clock::time_point::max();
-    const Clock::time_point start = timers_[static_cast<std::size_t>(timer)].start;
-    const auto processed = (clock_->now() - start) / kTick;
-    const auto target = deadline <= start ? 0 : ((deadline - start) + kTick - 1ns) / kTick;
-    return start + std::max<decltype(processed)>(target, processed + 1) * kTick;
+  // A task runs at the first clock reading at or after its deadline: within the advance() that
+  // reaches it, or right after schedule()/adopt() if it is already due (which wakes the indicator;
+  // advance(0) waits for it to finish). Marks every waiting task due by now as finished.
+  void settle_due() {
+    const Clock::time_point now = clock_->now();
+    for (ModelTask& task : tasks_) {
+      if (task.fate != Fate::waiting || task.deadline > now) continue;
+      // An inline task has run by the time advance() returns; a pool may still be running it.
+      if (!inline_ && !task.future.wait_for(kDueWithin)) {
+        return fail("a task due at " + describe(task.deadline) + " never finished");
+      }
+      task.fate = Fate::finished;
+      task.ran_at = now;
+    }
+  }
+
+  void run_if_due(const ModelTask& task) {
+    if (task.deadline > clock_->now()) return;
+    clock_->advance(0ns);
+    settle_due();
   }
 
   bool refuses(int timer, const char* operation, std::exception_ptr& refusal,
@@ -175,6 +186,8 @@ class Checker {
       deadline = Clock::time_point::max();
     } else if (delay >= 240) {
       deadline = now - (delay - 239) * kTick / 2;
+    } else if (delay >= 216) {  // 1 to 2^23 ticks out: lands on upper levels and cascades down
+      deadline = now + (std::int64_t{1} << (delay - 216)) * kTick + fraction * (kTick / 256);
     } else {
       deadline = now + static_cast<int>(delay % (4 * options_.wheel_size + 4)) * kTick +
                  fraction * (kTick / 256);
@@ -204,8 +217,8 @@ class Checker {
       return;
     }
     task.owner = timer;
-    task.fires_at = fire_time(timer, deadline);
     tasks_.push_back(std::move(task));
+    run_if_due(tasks_.back());
   }
 
   void cancel() {
@@ -220,17 +233,13 @@ class Checker {
 
   void advance() {
     const std::uint8_t ticks = bytes_.next(), fraction = bytes_.next();
-    clock_->advance(static_cast<int>(ticks % (2 * options_.wheel_size + 3)) * kTick +
-                    fraction * (kTick / 256));
-    const Clock::time_point now = clock_->now();
-    for (ModelTask& task : tasks_) {
-      if (task.fate != Fate::waiting || task.fires_at > now) continue;
-      // An inline task has run by the time advance() returns; a pool may still be running it.
-      if (!inline_ && !task.future.wait_for(kDueWithin)) {
-        return fail("a task due at tick time " + describe(task.fires_at) + " never finished");
-      }
-      task.fate = Fate::finished;
+    if (ticks >= 232) {  // a long jump: up to 2^23 ticks, across many cascades at once
+      clock_->advance((std::int64_t{1} << (ticks - 232)) * kTick + fraction * (kTick / 256));
+    } else {
+      clock_->advance(static_cast<int>(ticks % (2 * options_.wheel_size + 3)) * kTick +
+                      fraction * (kTick / 256));
     }
+    settle_due();
   }
 
   void stop(int timer) {
@@ -299,7 +308,7 @@ class Checker {
     if (task.fate == Fate::canceled) return;  // canceled meanwhile: nothing scheduled
     task.fate = Fate::waiting;
     task.owner = timer;
-    task.fires_at = fire_time(timer, task.deadline);
+    run_if_due(task);
   }
 
   void run_handed_back() {
@@ -356,6 +365,10 @@ class Checker {
       }
       if (task.fate != Fate::finished) continue;
       if (!task.run_by_caller && probe.ran_at < task.deadline) return fail(which + ": ran early");
+      if (!task.run_by_caller && probe.ran_at != task.ran_at) {
+        return fail(which + ": ran at " + describe(probe.ran_at) + ", model says " +
+                    describe(task.ran_at));
+      }
       if ((task.future.exception() != nullptr) != (task.throws != Throws::nothing)) {
         return fail(which + ": exception() does not match what the task threw");
       }

@@ -1,11 +1,13 @@
 // A reference model of a timer, and a checker that runs the real thing beside it.
 //
 // check_against_model() decodes bytes into a sequence of operations on up to two timers that
-// share one ManualClock and one executor: schedule (with a delay, due now, in the past or
-// saturated; some tasks throw), cancel, advance the clock, stop, adopt a handed-back task into a
-// timer, run it directly, or drop it. After every step it compares the timers with the model:
-// which tasks ran, when (never before their deadline, and exactly when the model says the wheel
-// reaches them), every future's state and exception, and each timer's pending().
+// share one ManualClock and one executor: schedule (with a delay of a few ticks or up to 2^23
+// ticks, so tasks land on upper levels and cascade; due now, in the past or saturated; some tasks
+// throw), cancel, advance the clock (a few ticks, or a jump across many cascades), stop, adopt a
+// handed-back task into a timer, run it directly, or drop it. After every step it compares the
+// timers with the model: which tasks ran, when (never before their deadline, and exactly at the
+// first clock reading at or after it, which also checks that a task due before the indicator's
+// planned wake-up woke it), every future's state and exception, and each timer's pending().
 //
 // The libFuzzer target (fuzz_target.cpp) and the replay test (replay_test.cpp) both call it.
 #pragma once
