@@ -3,8 +3,9 @@
 // What runs. Three live HashedWheelTimers, one per executor family: none/InlineExecutor
 // (alternating), CallerRunsPool(2, 4) with a max_pending (so both caller-runs back-pressure and
 // Rejected happen), and TbbArenaExecutor when built with oneTBB (else a second CallerRunsPool).
-// Producer threads schedule tasks on them with random delays: due now, negative, 0-50 ms, a few
-// saturated (hours::max(), nanoseconds::max()). Canceller threads cancel random outstanding
+// Producer threads schedule tasks on them with random delays: due now, negative, 0-50 ms, some
+// 50 ms - 2 s (upper wheel levels of the small wheels, so they cascade, often after being handed
+// back and adopted), a few saturated (hours::max(), nanoseconds::max()). Canceller threads cancel random outstanding
 // futures. A rotator thread stop()s one timer every 200 ms, installs a fresh replacement and hands
 // every PendingTask it got back to a live timer: most are adopt()ed, some due ones are run() on the
 // spot, some are dropped. Tasks may throw (std::runtime_error or an int), sleep 1-5 ms (slow IO),
@@ -41,6 +42,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -317,10 +319,11 @@ class Soak {
 
 std::shared_ptr<TimerBox> Soak::make_timer(std::size_t index) {
   const std::uint32_t id = next_timer_id_.fetch_add(1);
-  static constexpr std::size_t kWheelSizes[] = {8, 64, 512};  // small wheels: many rounds
+  // Small wheels: tasks land on upper levels and cascade down.
+  static constexpr std::size_t kWheelSizes[] = {1, 8, 64, 512};
   const char role = index == 0 ? 'i' : index == 1 || !WHEELTIMER_HAS_TBB ? 'p' : 't';
   TimerOptions options{.tick = 1ms,
-                       .wheel_size = kWheelSizes[(id / kLiveTimers) % 3],
+                       .wheel_size = kWheelSizes[(id / kLiveTimers) % std::size(kWheelSizes)],
                        .on_error = [this](std::exception_ptr e) { on_error(std::move(e)); },
                        .thread_name = std::string("soak-") + role + "-" + std::to_string(id)};
   std::string name;
@@ -547,6 +550,8 @@ void Soak::produce(unsigned index) {
       f = schedule_after(r, *box, std::move(task), -micros);  // negative: due now
     } else if (roll < 500) {
       f = schedule_at(r, *box, std::move(task), Clock::now() + micros);
+    } else if (roll < 560) {
+      f = schedule_after(r, *box, std::move(task), 50ms + micros * 39);  // 50 ms - 2 s
     } else {
       f = schedule_after(r, *box, std::move(task), micros);
     }
