@@ -18,7 +18,7 @@
 // Waking: the indicator sleeps until the earliest deadline it knows of, or the next wheel event,
 // whichever comes first, and publishes that time in `wake_at_` (kAwake while it works). A producer
 // pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
-// sleeping. With a seq_cst fence on each side (Dekker's pattern) either the producer sees the
+// sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
 // task. Every kHousekeepingPushes-th task pushed also wakes a sleeping indicator, so the canceled
 // tasks of a schedule-and-cancel stream never pile up waiting for a far-off wake-up.
@@ -76,6 +76,8 @@ class WheelCore {
   // After a push: wakes a sleeping indicator if the task is due before it would wake, or for
   // `housekeeping`.
   void after_push(Clock::time_point deadline, bool housekeeping) noexcept;
+  // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
+  void store_load_barrier() noexcept;
 
   void run_indicator();
   void transfer_inbound();
@@ -100,6 +102,9 @@ class WheelCore {
   // per wake-up and read by every producer: its own line, so producers' writes never evict it.
   static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
   alignas(64) std::atomic<Clock::rep> wake_at_{kAwake};
+#if defined(__SANITIZE_THREAD__)
+  alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
+#endif
 
   alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
   moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
