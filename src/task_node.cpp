@@ -29,9 +29,12 @@ struct alignas(64) WaitStripe {
   std::condition_variable settled;
 };
 constexpr std::size_t kStripes = 64;
+// Neighbouring nodes lie 64 bytes or more apart (a small capture's node fills a 64-byte chunk):
+// dividing the address by less would leave most stripes unused.
+constexpr std::size_t kNodeSpacing = 64;
 WaitStripe& stripe_for(const TaskNode* node) noexcept {
   static WaitStripe stripes[kStripes];
-  return stripes[std::hash<const TaskNode*>{}(node) / alignof(TaskNode) % kStripes];
+  return stripes[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
 }
 
 }  // namespace
