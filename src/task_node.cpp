@@ -1,10 +1,12 @@
 #include "task_node.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
 
+#include "node_allocator.hpp"
 #include "wheel_core.hpp"
 
 namespace wheeltimer::detail {
@@ -27,16 +29,43 @@ struct alignas(64) WaitStripe {
   std::condition_variable settled;
 };
 constexpr std::size_t kStripes = 64;
+// Neighbouring nodes lie 64 bytes or more apart (a small capture's node fills a 64-byte chunk):
+// dividing the address by less would leave most stripes unused.
+constexpr std::size_t kNodeSpacing = 64;
 WaitStripe& stripe_for(const TaskNode* node) noexcept {
   static WaitStripe stripes[kStripes];
-  return stripes[std::hash<const TaskNode*>{}(node) / alignof(TaskNode) % kStripes];
+  return stripes[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
 }
 
 }  // namespace
 
+TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* owner) {
+  // Whole words, and at least the exception_ptr that replaces the callable once it has run.
+  constexpr std::size_t kWord = alignof(void*);
+  const std::size_t storage =
+      std::max((task.ops_->size + kWord - 1) / kWord * kWord, sizeof(std::exception_ptr));
+  auto* node = ::new (allocate_node(sizeof(TaskNode) + storage)) TaskNode(deadline, owner);
+  task.ops_->relocate(task.storage_, node->storage());
+  node->ops_ = std::exchange(task.ops_, nullptr);
+  return node;
+}
+
+void TaskNode::destroy() noexcept {
+  // The storage still holds the callable if the task neither ran nor was canceled (a schedule
+  // that failed after creating the node), and what it threw if it FINISHED.
+  if (ops_ != nullptr) {
+    destroy_callable();
+  } else if (state() == TaskState::finished) {
+    stored_error().~exception_ptr();
+  }
+  this->~TaskNode();
+  free_node(this);
+}
+
 std::exception_ptr TaskNode::error() const noexcept {
-  // error_ is written before the settling store; reading it is safe once settled is observed.
-  return is_settled(word_.load(std::memory_order_acquire)) ? error_ : nullptr;
+  // Written before FINISHED is published with release. A CANCELED task threw nothing, and its
+  // storage may still be in use by the thread destroying its captures.
+  return state() == TaskState::finished ? stored_error() : nullptr;
 }
 
 bool TaskNode::cancel() noexcept { return cancel_if(kStateMask, kWaiting); }
@@ -102,7 +131,7 @@ bool TaskNode::attach(WheelCore* owner) noexcept {
 }
 
 void TaskNode::finish_cancel(std::uint32_t old_word) noexcept {
-  task_.reset();
+  destroy_callable();
   if (old_word & kWaiter) wake_waiters();
 }
 

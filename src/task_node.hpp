@@ -1,6 +1,11 @@
-// TaskNode: the one heap allocation behind every scheduled task. It holds the Task, its deadline,
-// its state, what it threw, and the links the indicator uses to keep it in a wheel slot.
+// TaskNode: the one heap allocation behind every scheduled task. It holds the task's callable, its
+// deadline, its state, what it threw, and the links the indicator uses to keep it in a wheel slot.
 // TimerFuture and PendingTask are counted references to it.
+//
+// Layout: a fixed header (this class, 48 bytes) followed by storage sized to the callable, rounded
+// up to whole words and never less than one: 56 bytes for an 8-byte capture. The storage holds the
+// callable (moved out of the Task) while the task is WAITING or RUNNING; once the callable has run
+// and been destroyed, the same bytes hold what it threw (an exception_ptr, null if nothing).
 //
 // State word (one atomic, so every transition is a single compare-and-swap any thread may make):
 //   bits 0-1  TaskState
@@ -14,17 +19,20 @@
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
 // executor's refusal) is the one that lowers the owner's pending() count, so it drops exactly once.
 //
-// Threads: the state word and the reference count are atomic; task_ belongs to whoever won the
-// transition out of WAITING; the wheel links belong to the owner's indicator thread (or to stop()
-// once the indicator has exited).
+// Threads: the state word and the reference count are atomic; the callable (ops_ and the storage)
+// belongs to whoever won the transition out of WAITING; what it threw is read only once FINISHED is
+// observed; the wheel links belong to the owner's indicator thread (or to stop() once the
+// indicator has exited).
 //
 // Memory ordering: transitions are acq_rel, so the winner of a transition sees everything the
-// scheduler wrote into the node; FINISHED is published with release after error_ is written.
+// scheduler wrote into the node; FINISHED is published with release after the exception_ptr is
+// written into the storage.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <optional>
 #include <utility>
 
@@ -46,17 +54,18 @@ class TaskNode {
   static constexpr std::uint32_t kEpochUnit = 1u << 8;
   static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
 
-  // A new node, attached to `owner`, with two references: the owner's and the caller's future.
-  TaskNode(Task task, Clock::time_point deadline, WheelCore* owner) noexcept
-      : word_(kAttached), refs_(2), owner_(owner), deadline_(deadline), task_(std::move(task)) {}
+  // A new node holding the callable of `task` (which must not be empty), attached to `owner`, with
+  // two references: the owner's and the caller's future. Throws std::bad_alloc, and then the
+  // callable stays in `task`, which destroys it.
+  static TaskNode* create(Task task, Clock::time_point deadline, WheelCore* owner);
   TaskNode(const TaskNode&) = delete;
   TaskNode& operator=(const TaskNode&) = delete;
 
   void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // Drops `count` references at once; the last one deletes the node.
+  // Drops `count` references at once; the last one destroys and frees the node.
   void release(std::uint32_t count = 1) noexcept {
-    // acq_rel: the last owner must see every other owner's writes before deleting.
-    if (refs_.fetch_sub(count, std::memory_order_acq_rel) == count) delete this;
+    // acq_rel: the last owner must see every other owner's writes before destroying.
+    if (refs_.fetch_sub(count, std::memory_order_acq_rel) == count) destroy();
   }
 
   TaskState state() const noexcept {
@@ -96,15 +105,16 @@ class TaskNode {
   void run(OnError&& on_error) noexcept {
     std::exception_ptr thrown;
     try {
-      task_();
+      ops_->invoke(storage());
     } catch (...) {
       thrown = std::current_exception();
     }
-    task_.reset();
-    if (thrown) {
-      error_ = thrown;
+    destroy_callable();
+    // The callable's bytes now hold what it threw, for error() once FINISHED is published.
+    const std::exception_ptr& stored = *::new (storage()) std::exception_ptr(std::move(thrown));
+    if (stored) {
       try {
-        on_error(thrown);
+        on_error(stored);
       } catch (...) {
       }
     }
@@ -121,7 +131,18 @@ class TaskNode {
   TaskNode** pprev = nullptr;
 
  private:
+  TaskNode(Clock::time_point deadline, WheelCore* owner) noexcept
+      : word_(kAttached), refs_(2), owner_(owner), deadline_(deadline) {}
   ~TaskNode() = default;
+
+  // The storage right after the header: the callable, then what it threw.
+  void* storage() noexcept { return this + 1; }
+  const std::exception_ptr& stored_error() const noexcept {
+    return *std::launder(reinterpret_cast<const std::exception_ptr*>(this + 1));
+  }
+  void destroy_callable() noexcept { std::exchange(ops_, nullptr)->destroy(storage()); }
+  // The last reference: destroys whatever the storage holds, then frees the node.
+  void destroy() noexcept;
 
   // The compare-and-swap loop behind every transition: succeeds when `(word & mask) == expected`,
   // replacing the word with `next(word)`; returns the word it replaced.
@@ -146,8 +167,14 @@ class TaskNode {
   std::atomic<std::uint32_t> refs_;
   WheelCore* owner_;
   const Clock::time_point deadline_;
-  std::exception_ptr error_;  // written by the runner before FINISHED is published
-  Task task_;
+  const Task::Ops* ops_ = nullptr;  // the callable's operations; null once it is destroyed
 };
+
+// The header keeps the storage after it word-aligned, as the callable and exception_ptr need, and
+// is paid for by every pending timer.
+static_assert(sizeof(TaskNode) % alignof(void*) == 0);
+static_assert(sizeof(void*) != 8 || sizeof(TaskNode) == 48);
+static_assert(sizeof(std::exception_ptr) == sizeof(void*) &&
+              alignof(std::exception_ptr) <= alignof(void*));
 
 }  // namespace wheeltimer::detail

@@ -124,7 +124,7 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
   const bool housekeeping = admit("schedule");
   TaskNode* node = nullptr;
   try {
-    node = new TaskNode(std::move(task), deadline, this);
+    node = TaskNode::create(std::move(task), deadline, this);
     if (!inbound_.enqueue(node)) throw std::bad_alloc();
   } catch (...) {
     if (node != nullptr) node->release(2);  // nobody else has seen it: both references

@@ -16,6 +16,9 @@
 #include <utility>
 
 namespace wheeltimer {
+namespace detail {
+class TaskNode;
+}  // namespace detail
 
 class Task {
  public:
@@ -73,10 +76,15 @@ class Task {
   }
 
  private:
+  // A scheduled task's node moves the callable out of the Task into storage of its own, sized to
+  // Ops::size, so a small capture does not pay for the whole inline buffer while it waits.
+  friend class detail::TaskNode;
+
   struct Ops {
     void (*invoke)(void* storage);
     void (*relocate)(void* from, void* to) noexcept;  // move-construct into `to`, destroy `from`
     void (*destroy)(void* storage) noexcept;
+    std::size_t size;  // bytes the callable occupies in storage (pointer-aligned)
     bool inline_storage;
   };
 
@@ -93,6 +101,7 @@ class Task {
         static_cast<C*>(from)->~C();
       },
       [](void* s) noexcept { static_cast<C*>(s)->~C(); },
+      sizeof(C),
       true};
 
   template <class C>
@@ -100,6 +109,7 @@ class Task {
       [](void* s) { (**static_cast<C**>(s))(); },
       [](void* from, void* to) noexcept { ::new (to) C*(*static_cast<C**>(from)); },
       [](void* s) noexcept { delete *static_cast<C**>(s); },
+      sizeof(C*),
       false};
 
   template <class C>

@@ -1,0 +1,42 @@
+#include "node_allocator.hpp"
+
+#include <cstdlib>
+#include <new>
+
+#include <wheeltimer/config.hpp>
+
+// GCC announces sanitizers through __SANITIZE_*__, Clang through __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WHEELTIMER_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WHEELTIMER_SANITIZED 1
+#endif
+#endif
+
+#if WHEELTIMER_HAS_TBB && !defined(WHEELTIMER_SANITIZED)
+#define WHEELTIMER_NODE_TBBMALLOC 1
+#include <oneapi/tbb/scalable_allocator.h>
+#endif
+
+namespace wheeltimer::detail {
+
+void* allocate_node(std::size_t bytes) {
+#ifdef WHEELTIMER_NODE_TBBMALLOC
+  void* memory = scalable_malloc(bytes);
+#else
+  void* memory = std::malloc(bytes);
+#endif
+  if (memory == nullptr) throw std::bad_alloc();
+  return memory;
+}
+
+void free_node(void* memory) noexcept {
+#ifdef WHEELTIMER_NODE_TBBMALLOC
+  scalable_free(memory);
+#else
+  std::free(memory);
+#endif
+}
+
+}  // namespace wheeltimer::detail
