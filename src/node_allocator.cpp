@@ -1,5 +1,6 @@
 #include "node_allocator.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -20,8 +21,28 @@
 #endif
 
 namespace wheeltimer::detail {
+namespace {
+
+// The hot path reads only the global flag; the per-thread count is consulted once a test armed it.
+std::atomic<bool> injection_armed{false};
+thread_local int allocations_until_failure = -1;
+
+bool injected_failure() noexcept {
+  if (allocations_until_failure < 0) return false;
+  return allocations_until_failure-- == 0;
+}
+
+}  // namespace
+
+void fail_node_allocation_after(int successes) noexcept {
+  allocations_until_failure = successes;
+  if (successes >= 0) injection_armed.store(true, std::memory_order_relaxed);
+}
 
 void* allocate_node(std::size_t bytes) {
+  if (injection_armed.load(std::memory_order_relaxed) && injected_failure()) {
+    throw std::bad_alloc();
+  }
 #ifdef WHEELTIMER_NODE_TBBMALLOC
   void* memory = scalable_malloc(bytes);
 #else

@@ -14,4 +14,8 @@ void* allocate_node(std::size_t bytes);
 // Frees what allocate_node returned, on any thread.
 void free_node(void* memory) noexcept;
 
+// For fault-injection tests: after `successes` more node allocations on the calling thread, the
+// next one throws std::bad_alloc (once). -1 disarms it.
+void fail_node_allocation_after(int successes) noexcept;
+
 }  // namespace wheeltimer::detail

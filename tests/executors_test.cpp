@@ -322,7 +322,7 @@ TEST_F(TbbArenaExecutorTest, NonPositiveConcurrencyOtherThanAutomaticIsInvalidAr
   EXPECT_THROW(TbbArenaExecutor(-5), std::invalid_argument);
   EXPECT_THROW(TbbArenaExecutor(-2), std::invalid_argument);
   static_assert(tbb::task_arena::automatic == -1);
-  EXPECT_NO_THROW(TbbArenaExecutor(tbb::task_arena::automatic));
+  EXPECT_NO_THROW(TbbArenaExecutor{tbb::task_arena::automatic});  // braces: not a declaration
   EXPECT_NO_THROW(TbbArenaExecutor());
   EXPECT_NO_THROW(TbbArenaExecutor(2));
 }

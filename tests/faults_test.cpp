@@ -13,39 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "node_allocator.hpp"
 #include "test_support.hpp"
-
-namespace {
-
-// Replaced global allocation, so a test can make the next allocation on its own thread fail.
-thread_local int allocations_until_failure = -1;  // -1: never fail
-
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (allocations_until_failure == 0) {
-    allocations_until_failure = -1;
-    throw std::bad_alloc();
-  }
-  if (allocations_until_failure > 0) --allocations_until_failure;
-  if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
-  throw std::bad_alloc();
-}
-// The nothrow form too (std::stable_sort uses it), so every scalar new here pairs with free().
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return ::operator new(size);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-// GCC cannot see that these replacements pair with the malloc() above.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
-#pragma GCC diagnostic pop
 
 namespace wheeltimer {
 namespace {
@@ -113,9 +82,9 @@ TEST_F(FaultsTest, BadAllocInsideScheduleLeavesNothingHalfInserted) {
   ASSERT_EQ(timer.pending(), 1u);
 
   auto capture = std::make_shared<int>(7);
-  allocations_until_failure = 0;  // the task node's allocation fails
+  wheeltimer::detail::fail_node_allocation_after(0);  // the task node's allocation fails
   EXPECT_THROW(timer.schedule([capture] {}, 0ms), std::bad_alloc);
-  allocations_until_failure = -1;
+  wheeltimer::detail::fail_node_allocation_after(-1);
   EXPECT_EQ(timer.pending(), 1u);
   EXPECT_EQ(capture.use_count(), 1);  // the refused task's captures were destroyed, not leaked
 
