@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace wheeltimer::detail {
 
@@ -52,9 +53,24 @@ bool Wheel::insert(TaskNode* node) noexcept {
   const auto top_bit = static_cast<std::size_t>(std::bit_width(differing)) - 1;
   const std::size_t level = 1 + (top_bit - bits0_) / kUpperBits;
   const std::size_t slot = digit(level, tick);
-  link(upper_[slot_index(level, slot)], node);
+  const auto chain = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(node) / 64) % kChains;
+  link(upper_[slot_index(level, slot) + chain], node);
   occupied_upper_[level] |= std::uint64_t{1} << slot;
   return true;
+}
+
+void Wheel::queue_cascade(std::size_t level, std::uint64_t start) {
+  const std::size_t slot = digit(level, start);
+  if ((occupied_upper_[level] & (std::uint64_t{1} << slot)) == 0) return;
+  occupied_upper_[level] &= ~(std::uint64_t{1} << slot);
+  Cascade& cascade = cascades_.emplace_back();
+  cascade.start = start;
+  TaskNode** heads = &upper_[slot_index(level, slot)];
+  for (std::size_t chain = 0; chain < kChains; ++chain) {
+    TaskNode* first = std::exchange(heads[chain], nullptr);
+    cascade.chains[chain] = first;
+    if (first != nullptr) first->pprev = &cascade.chains[chain];
+  }
 }
 
 void Wheel::link(TaskNode*& head, TaskNode* node) noexcept {
@@ -81,8 +97,12 @@ void Wheel::slot_emptied(TaskNode** head) noexcept {
   if (head >= level0_.get() && head <= level0_.get() + mask_) {
     occupied0_.clear(static_cast<std::size_t>(head - level0_.get()));
   } else if (head >= upper_.data() && head < upper_.data() + upper_.size()) {
-    const auto index = static_cast<std::size_t>(head - upper_.data());
-    occupied_upper_[1 + index / kUpperSlots] &= ~(std::uint64_t{1} << (index % kUpperSlots));
+    const auto slot = static_cast<std::size_t>(head - upper_.data()) / kChains;
+    const TaskNode* const* chains = &upper_[slot * kChains];
+    for (std::size_t chain = 0; chain < kChains; ++chain) {
+      if (chains[chain] != nullptr) return;  // another list of the slot still holds nodes
+    }
+    occupied_upper_[1 + slot / kUpperSlots] &= ~(std::uint64_t{1} << (slot % kUpperSlots));
   }
 }
 

@@ -12,6 +12,13 @@
 // happens) costs a few word scans and the indicator can sleep until then. Nodes due "never" (a
 // saturated deadline) live on a separate list that no tick walks.
 //
+// Cascading a busy upper slot can move hundreds of thousands of nodes. So a cascade only queues
+// the slot's lists (O(1)); the owner works through them in chunks with cascade_some(), between
+// starting due tasks, and finishes a cascade at once only when its first tick is about to come
+// (finish_cascades_by()). The owner runs the wheel ahead of real time (a lookahead) so that this
+// rarely happens. Each upper slot keeps kChains lists, picked by node address, and a cascade walks
+// them in turn: the cache misses of eight independent lists overlap, those of one list cannot.
+//
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.
 #pragma once
@@ -19,6 +26,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 
@@ -55,23 +63,39 @@ class Wheel {
   // kNever if the wheel holds nothing but "never" nodes.
   std::uint64_t next_event() const noexcept;
 
-  // Moves the current tick forward to `tick`, cascading on the way: every node whose tick is at or
-  // before `tick` is unlinked and passed to `take`.
+  // Moves the current tick forward to `tick`: every level-0 node whose tick is at or before
+  // `tick` is unlinked and passed to `take`; every upper slot reached is queued for cascading.
   template <class Take>
   void advance_to(std::uint64_t tick, Take&& take) {
     for (std::uint64_t event = next_event(); event <= tick; event = next_event()) {
       now_ = event;
       for (std::size_t level = levels_; level >= 1; --level) {
         if (event % span(level) != 0) continue;  // not the start of a slot on this level
-        const std::size_t index = slot_index(level, digit(level, event));
-        if (upper_[index] == nullptr) continue;
-        take_list(upper_[index], [&](TaskNode* node) {
-          if (!insert(node)) take(node);
-        });
+        queue_cascade(level, event);
       }
       take_list(level0_[event & mask_], take);
     }
     if (tick > now_) now_ = tick;  // nothing happens in between, and no slot is left behind
+  }
+
+  bool cascading() const noexcept { return !cascades_.empty(); }
+
+  // Moves up to `budget` queued nodes down to where they belong now (those due by now_tick() go to
+  // `take`).
+  template <class Take>
+  void cascade_some(std::size_t budget, Take&& take) {
+    while (budget > 0 && !cascades_.empty()) {
+      const std::size_t moved = cascade_front(budget, take);
+      budget = moved >= budget ? 0 : budget - moved;
+    }
+  }
+
+  // Finishes every queued cascade whose slot begins at or before `tick`.
+  template <class Take>
+  void finish_cascades_by(std::uint64_t tick, Take&& take) {
+    while (!cascades_.empty() && cascades_.front().start <= tick) {
+      cascade_front(std::numeric_limits<std::size_t>::max(), take);
+    }
   }
 
   // Unlinks every node and passes it to `take`.
@@ -83,12 +107,24 @@ class Wheel {
       take_list(level0_[slot], take);
     }
     for (TaskNode*& head : upper_) take_list(head, take);
+    for (Cascade& cascade : cascades_) {
+      for (TaskNode*& head : cascade.chains) take_list(head, take);
+    }
+    cascades_.clear();
   }
 
  private:
   static constexpr std::size_t kUpperSlots = 64;
   static constexpr std::size_t kUpperBits = 6;
   static constexpr std::size_t kMaxUpperLevels = 11;  // (64 - 0) / 6, rounded up
+  static constexpr std::size_t kChains = 8;           // lists per upper slot
+
+  // An upper slot's lists, taken out of the wheel to be cascaded; `start` is the slot's first
+  // tick. Lives in a deque, so the nodes' `pprev` into `chains` stays valid.
+  struct Cascade {
+    std::array<TaskNode*, kChains> chains{};
+    std::uint64_t start = 0;
+  };
 
   // Level `level` >= 1: the bit its digit starts at, its slot span in ticks (0: wider than 2^64),
   // and the digit of `tick` on it.
@@ -99,8 +135,39 @@ class Wheel {
   std::size_t digit(std::size_t level, std::uint64_t tick) const noexcept {
     return static_cast<std::size_t>(tick >> shift(level)) & (kUpperSlots - 1);
   }
+  // The first of an upper slot's kChains heads in upper_.
   static std::size_t slot_index(std::size_t level, std::size_t digit) noexcept {
-    return (level - 1) * kUpperSlots + digit;
+    return ((level - 1) * kUpperSlots + digit) * kChains;
+  }
+
+  void queue_cascade(std::size_t level, std::uint64_t start);
+
+  // Reinserts up to `budget` nodes of the oldest queued cascade, taking one node of each chain in
+  // turn; drops the cascade once it is empty. Returns how many nodes it moved.
+  template <class Take>
+  std::size_t cascade_front(std::size_t budget, Take& take) {
+    Cascade& cascade = cascades_.front();
+    std::size_t moved = 0;
+    for (bool any = true; any && moved < budget;) {
+      any = false;
+      for (TaskNode*& head : cascade.chains) {
+        TaskNode* node = head;
+        if (node == nullptr) continue;
+        any = true;
+        head = node->next;
+        if (head != nullptr) head->pprev = &head;
+        node->next = nullptr;
+        node->pprev = nullptr;
+        --size_;
+        if (!insert(node)) take(node);
+        ++moved;
+      }
+    }
+    for (TaskNode* head : cascade.chains) {
+      if (head != nullptr) return moved;
+    }
+    cascades_.pop_front();
+    return moved;
   }
 
   void link(TaskNode*& head, TaskNode* node) noexcept;
@@ -135,8 +202,9 @@ class Wheel {
   const std::size_t levels_;   // upper levels in use
   std::unique_ptr<TaskNode*[], FreeDeleter> level0_;
   SlotBitmap occupied0_;
-  std::array<TaskNode*, kMaxUpperLevels * kUpperSlots> upper_{};
+  std::array<TaskNode*, kMaxUpperLevels * kUpperSlots * kChains> upper_{};
   std::array<std::uint64_t, kMaxUpperLevels + 1> occupied_upper_{};  // index = level
+  std::deque<Cascade> cascades_;  // queued, oldest first
   TaskNode* never_ = nullptr;
   std::uint64_t now_ = 0;
   std::size_t size_ = 0;

@@ -26,6 +26,12 @@ constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
 // wake-up; the rest waits in the inbound queue for the next round.
 constexpr std::size_t kMaxTransferPerRound = 100000;
 constexpr std::size_t kBatch = 256;
+// Cascaded nodes moved per round, between rounds of starting due tasks.
+constexpr std::size_t kCascadeChunk = 4096;
+// How far ahead of real time the wheel runs: tasks due within this are in the due heap, and an
+// upper slot starts cascading this long before its first task is due, so a big cascade, worked
+// through in chunks, is done before anything in it is due.
+constexpr Clock::duration kLookahead = std::chrono::milliseconds(16);
 constexpr std::size_t kMinPrune = 1024;
 
 // The timer whose task (or on_error) this thread is running, so stop() can refuse to wait for
@@ -81,6 +87,8 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
     : options_(validated(std::move(options))),
       time_(std::move(time)),
       start_(time_->now()),
+      lookahead_ticks_(std::max<std::uint64_t>(
+          1, static_cast<std::uint64_t>(kLookahead / options_.tick))),
       wheel_(options_.wheel_size, start_, options_.tick),
       prune_at_(kMinPrune) {
   indicator_ = std::thread([this] { run_indicator(); });
@@ -201,13 +209,21 @@ void WheelCore::run_indicator() {
     transfer_inbound();
     unlink_canceled();
     const Clock::time_point now = time_->now();
-    // Harvest the current tick and the next one, so a tick's first tasks start at their own
-    // deadlines instead of waiting for a wake-up at the tick's beginning.
+    const auto to_due = [this](TaskNode* node) { make_due(node); };
+    // Run the wheel ahead of now (at least into the next tick, so a tick's first tasks start at
+    // their own deadlines, not at a wake-up at the tick's beginning). What it cascades on the way
+    // is worked through in chunks below; only a cascade whose tasks are due now is finished here.
     const std::uint64_t tick = wheel_.tick_of(now);
-    wheel_.advance_to(tick == Wheel::kNever ? tick : tick + 1,
-                      [this](TaskNode* node) { make_due(node); });
+    if (tick != Wheel::kNever) {
+      wheel_.advance_to(saturating_tick_add(tick, lookahead_ticks_), to_due);
+      wheel_.finish_cascades_by(tick + 1, to_due);
+    }
     fire_due(now);
     prune_dispatched();
+    if (wheel_.cascading() && !(control_.load(std::memory_order_acquire) & kStopping)) {
+      wheel_.cascade_some(kCascadeChunk, to_due);
+      continue;  // no sleep until the cascade is done; due tasks start between chunks
+    }
     if (control_.load(std::memory_order_acquire) & kStopping) {
       // stop() interrupts the time source right after setting the flag; returning through it
       // tells the source (and a ManualClock) that this indicator is gone.
@@ -230,8 +246,15 @@ void WheelCore::run_indicator() {
 }
 
 Clock::time_point WheelCore::next_wake() const noexcept {
-  const Clock::time_point event = wheel_.tick_time(wheel_.next_event());
-  return due_.empty() ? event : std::min(event, due_.front().deadline);
+  // The wheel's next event is handled lookahead_ticks_ before it.
+  const std::uint64_t event = wheel_.next_event();
+  const Clock::time_point event_time =
+      wheel_.tick_time(event == Wheel::kNever ? event : event - std::min(event, lookahead_ticks_));
+  return due_.empty() ? event_time : std::min(event_time, due_.front().deadline);
+}
+
+std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept {
+  return tick > Wheel::kNever - 1 - ticks ? Wheel::kNever - 1 : tick + ticks;
 }
 
 void WheelCore::transfer_inbound() {
@@ -282,13 +305,7 @@ void WheelCore::fire_due(Clock::time_point now) {
   while (!due_.empty() && due_.front().deadline <= now) {
     // stop() has begun while earlier tasks ran: what has not started stays here for stop() to
     // hand back.
-    if (control_.load(std::memory_order_acquire) & kStopping) {
-      // stop() interrupts the time source right after setting the flag; returning through it
-      // tells the source (and a ManualClock) that this indicator is gone.
-      while (time_->sleep_until(Clock::time_point::max())) {
-      }
-      return;
-    }
+    if (control_.load(std::memory_order_acquire) & kStopping) return;
     std::pop_heap(due_.begin(), due_.end(), later);
     TaskNode* node = due_.back().node;
     due_.pop_back();

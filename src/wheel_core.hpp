@@ -86,6 +86,7 @@ class WheelCore {
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
   Clock::time_point next_wake() const noexcept;
+  static std::uint64_t saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept;
   void dispatch(TaskNode* node);
   void run_started(TaskNode* node) noexcept;
   void report(std::exception_ptr error) const noexcept;
@@ -94,6 +95,7 @@ class WheelCore {
   const TimerOptions options_;
   const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
+  const std::uint64_t lookahead_ticks_;  // see kLookahead in wheel_core.cpp
 
   // Pending count, push count and the stopping flag (see wheel_core.cpp). Written by every
   // producer: kept on its own cache line, away from the indicator's fields.

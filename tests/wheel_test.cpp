@@ -121,6 +121,41 @@ TEST_F(WheelTest, CascadesFireEveryScaleExactlyAtItsDeadline) {
   }
 }
 
+// A big upper slot cascades in chunks, between the firing of due tasks, and ahead of time: 20,000
+// tasks 600-1000 ms out on a 512-slot wheel (one level-1 slot), a third of them canceled while they
+// wait, each fires exactly at its deadline as the clock moves 1 ms at a time.
+TEST_F(WheelTest, BigCascadeInChunksFiresEveryTaskExactlyOnTime) {
+  auto wheel = make_wheel(512);
+  constexpr int kTasks = 20000;
+  std::vector<Clock::time_point> deadlines;
+  std::vector<TimerFuture> futures;
+  for (int i = 0; i < kTasks; ++i) {
+    deadlines.push_back(start_ + 600ms + (i * 7919 % 400000) * 1us);
+    futures.push_back(schedule(*wheel, i, deadlines.back()));
+  }
+  clock_->advance(100ms);
+  std::size_t canceled = 0;
+  for (int i = 0; i < kTasks; i += 3) canceled += futures[static_cast<std::size_t>(i)].cancel();
+  ASSERT_EQ(canceled, static_cast<std::size_t>((kTasks + 2) / 3));
+  while (clock_->now() < start_ + 1s) {
+    const auto before = clock_->now();
+    clock_->advance(1ms);
+    for (std::size_t i = 0; i < futures.size(); ++i) {
+      const bool due = deadlines[i] <= clock_->now();
+      if (i % 3 == 0) continue;
+      ASSERT_EQ(futures[i].state(), due ? TaskState::finished : TaskState::waiting)
+          << "task " << i << " at " << (clock_->now() - start_).count() << " ns";
+    }
+    for (const Firing& firing : fired_) {
+      if (firing.at <= before) continue;  // checked in an earlier step
+      EXPECT_GT(deadlines[static_cast<std::size_t>(firing.id)], before) << "late: " << firing.id;
+      EXPECT_LE(deadlines[static_cast<std::size_t>(firing.id)], firing.at) << "early: " << firing.id;
+    }
+  }
+  EXPECT_EQ(fired_.size(), static_cast<std::size_t>(kTasks) - canceled);
+  EXPECT_EQ(wheel->pending(), 0u);
+}
+
 // With nothing scheduled the indicator never wakes up, however long the clock runs.
 TEST_F(WheelTest, IdleTimerNeverWakesUp) {
   auto wheel = make_wheel(512);
