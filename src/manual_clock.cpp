@@ -66,7 +66,7 @@ class ManualClock::Source final : public TimeSource {
     clock_->changed_.notify_all();
   }
 
-  // Called by advance() under the lock: the time has reached this indicator's next tick.
+  // Called by advance() under the lock: the time has reached this indicator's wake-up time.
   void wake_if_due() {
     if (asleep_ && !gone_ && due_ <= clock_->now_) {
       asleep_ = false;

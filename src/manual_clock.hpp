@@ -1,8 +1,8 @@
 // ManualClock: a clock for tests that moves only when advance() is called, so the wheel can be
-// tested tick by tick with no dependence on the machine's speed.
+// tested step by step with no dependence on the machine's speed.
 //
 // Each timer built on the clock gets its own TimeSource from source(). advance() moves the time
-// and returns only once every such timer's indicator has processed every tick due by the new time
+// and returns only once every such timer's indicator has handled everything due by the new time
 // and gone back to sleep (or has stopped), so after it returns, every inline task that was due
 // has run. Tasks handed to a pool or arena executor may still be running: wait on their futures.
 //

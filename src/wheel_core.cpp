@@ -191,7 +191,7 @@ void WheelCore::after_push(Clock::time_point deadline, bool housekeeping) noexce
 }
 
 void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
-  // A node already in the wheel is queued so the indicator unlinks it on the next tick instead of
+  // A node already in the wheel is queued so the indicator unlinks it when it next wakes instead of
   // at its deadline; one still in the inbound queue is dropped when the indicator pops it. If the
   // queue cannot grow, the node is still dropped when its slot expires or at stop().
   if (in_wheel) {

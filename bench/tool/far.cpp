@@ -40,11 +40,11 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
       timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
                      far_base + delay);
     }
-    // The indicator moves a bounded number of new timers into the wheel per tick: give it time to
-    // take them all in before the window opens.
-    const auto per_tick = std::size_t{100'000};
+    // Every 1,024th schedule() wakes the indicator to move new timers into the wheel, 100,000 at
+    // most per round: give it time to take them all in before the window opens.
+    const auto per_round = std::size_t{100'000};
     std::this_thread::sleep_for(std::chrono::milliseconds(300) +
-                                2 * tick * static_cast<Clock::rep>(far.far / per_tick + 1));
+                                2 * tick * static_cast<Clock::rep>(far.far / per_round + 1));
     resident = resident_bytes();
 
     // The near stream: paced by the millisecond, catching up if a sleep overran.

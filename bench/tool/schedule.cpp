@@ -73,7 +73,7 @@ Report run_schedule(const CommonSettings& common, const ScheduleSettings& settin
 
   wheeltimer::HashedWheelTimer timer(timer_options(common, choice.executor));
   const std::size_t wheel = timer.wheel_size();
-  // Time for the indicator to move what was scheduled into the wheel (a bounded number per tick),
+  // Time for the indicator to move what was scheduled into the wheel (every 1,024th schedule wakes it),
   // or to free what was canceled, before memory is read.
   const auto settle =
       std::chrono::milliseconds(300) + 2 * tick * static_cast<Clock::rep>(count / 100'000 + 1);
