@@ -405,7 +405,9 @@ std::vector<PendingTask> WheelCore::stop() {
   // Every accepted task keeps pending() above zero until it settles or is reclaimed here. Tasks
   // that producers admitted before the flag may still be on their way into the inbound queue,
   // and cancel() calls that won elsewhere may still be finishing: drain until nothing is pending.
-  // After that no thread touches this timer again.
+  // After that no task or cancel() touches this timer again; a schedule() call still returning
+  // may read wake_at_ and wake the (interrupted) time source, which is why the timer must not be
+  // destroyed while another thread is still inside one of its calls (as for any C++ object).
   for (TaskNode* node = nullptr;;) {
     while (inbound_.try_dequeue(node)) reclaim(node);
     if ((control_.load(std::memory_order_acquire) & kPendingMask) == 0) break;
