@@ -387,14 +387,20 @@ std::vector<PendingTask> WheelCore::stop() {
   // The indicator has exited: its wheel, queues and dispatched list are ours now. Room for the
   // tasks known so far is made before any is taken out, so an allocation failure cannot strand
   // half of them.
-  std::vector<PendingTask> handed_back;
+  // Each handed-back node with its deadline, so sorting them reads no node (a million nodes are
+  // a million cache misses per comparison round).
+  struct HandedBack {
+    Clock::time_point deadline;
+    PendingTask task;
+  };
+  std::vector<HandedBack> handed_back;
   std::vector<TaskNode*> running;
   handed_back.reserve(wheel_.size() + due_.size() + dispatched_.size());
   running.reserve(dispatched_.size());
   const auto reclaim = [&](TaskNode* node) {
     if (node->detach()) {
       settled_one();
-      handed_back.push_back(PendingTask(node));
+      handed_back.push_back(HandedBack{node->deadline(), PendingTask(node)});
     } else if (node->state() == TaskState::running) {
       running.push_back(node);
     } else {
@@ -422,11 +428,12 @@ std::vector<PendingTask> WheelCore::stop() {
   for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
 
   std::stable_sort(handed_back.begin(), handed_back.end(),
-                   [](const PendingTask& a, const PendingTask& b) {
-                     return a.deadline() < b.deadline();
-                   });
+                   [](const HandedBack& a, const HandedBack& b) { return a.deadline < b.deadline; });
+  std::vector<PendingTask> in_order;
+  in_order.reserve(handed_back.size());
+  for (HandedBack& entry : handed_back) in_order.push_back(std::move(entry.task));
   stopped_ = true;
-  return handed_back;
+  return in_order;
 }
 
 }  // namespace wheeltimer::detail
