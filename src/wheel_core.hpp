@@ -59,7 +59,7 @@ class WheelCore {
   std::vector<PendingTask> stop();
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
-  static constexpr std::size_t kHousekeepingPushes = 1024;
+  static constexpr std::size_t kHousekeepingPushes = 16384;
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
   // a node attached here; `in_wheel` if the indicator had linked it into the wheel.

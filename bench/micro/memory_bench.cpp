@@ -26,7 +26,7 @@ namespace {
 
 constexpr std::size_t kTimers = 1'000'000;
 constexpr auto kFar = std::chrono::hours(1);
-// Lets wheeltimer's indicator move the burst into the wheel (every 1,024th schedule() wakes it).
+// Lets wheeltimer's indicator move the burst into the wheel (every 16,384th schedule() wakes it).
 constexpr auto kSettle = std::chrono::milliseconds(100);
 
 template <class Kind>

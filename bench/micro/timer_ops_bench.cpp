@@ -27,7 +27,7 @@ namespace {
 constexpr auto kFar = std::chrono::hours(1);
 constexpr benchmark::IterationCount kOpsPerThread = 500'000;
 // Long enough for wheeltimer's indicator to move 2 x kOpsPerThread new timers into the wheel
-// (every 1,024th schedule() wakes it to take them in).
+// (every 16,384th schedule() wakes it to take them in).
 constexpr auto kSettle = std::chrono::milliseconds(50);
 
 // What every task's 8-byte capture points at; these far-future tasks never run.

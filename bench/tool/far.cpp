@@ -40,7 +40,7 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
       timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
                      far_base + delay);
     }
-    // Every 1,024th schedule() wakes the indicator to move new timers into the wheel, 100,000 at
+    // Every 16,384th schedule() wakes the indicator to move new timers into the wheel, 100,000 at
     // most per round: give it time to take them all in before the window opens.
     const auto per_round = std::size_t{100'000};
     std::this_thread::sleep_for(std::chrono::milliseconds(300) +

@@ -73,8 +73,8 @@ Report run_schedule(const CommonSettings& common, const ScheduleSettings& settin
 
   wheeltimer::HashedWheelTimer timer(timer_options(common, choice.executor));
   const std::size_t wheel = timer.wheel_size();
-  // Time for the indicator to move what was scheduled into the wheel (every 1,024th schedule wakes it),
-  // or to free what was canceled, before memory is read.
+  // Time for the indicator to move what was scheduled into the wheel (every 16,384th schedule
+  // wakes it), or to free what was canceled, before memory is read.
   const auto settle =
       std::chrono::milliseconds(300) + 2 * tick * static_cast<Clock::rep>(count / 100'000 + 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
