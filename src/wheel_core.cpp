@@ -132,9 +132,8 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
   const bool housekeeping = admit("schedule");
   TaskNode* node = nullptr;
   try {
-    moodycamel::ProducerToken& token = inbound_tokens_.mine();
     node = TaskNode::create(std::move(task), deadline, this);
-    if (!inbound_.enqueue(token, node)) throw std::bad_alloc();
+    if (!inbound_.enqueue(node)) throw std::bad_alloc();
   } catch (...) {
     if (node != nullptr) node->release(2);  // nobody else has seen it: both references
     settled_one();
@@ -150,20 +149,13 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   }
   // On refusal, `task` goes out of scope and cancels its future.
   const bool housekeeping = admit("adopt");
-  moodycamel::ProducerToken* token = nullptr;
-  try {
-    token = &inbound_tokens_.mine();
-  } catch (...) {
-    settled_one();
-    throw;
-  }
   TaskNode* node = task.release();
   if (!node->attach(this)) {  // canceled since stop() handed it back: schedule nothing
     settled_one();
     return TimerFuture(node);
   }
   node->retain();  // the returned future's reference
-  if (!inbound_.enqueue(*token, node)) {
+  if (!inbound_.enqueue(node)) {
     if (node->detach()) {  // else a concurrent cancel() already settled it
       settled_one();
       node->cancel();
@@ -204,12 +196,7 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
   // queue cannot grow, the node is still dropped when its slot expires or at stop().
   if (in_wheel) {
     node->retain();
-    moodycamel::ProducerToken* token = nullptr;
-    try {
-      token = &canceled_tokens_.mine();
-    } catch (...) {  // no memory for a token: the slower implicit path still works
-    }
-    if (!(token ? canceled_.enqueue(*token, node) : canceled_.enqueue(node))) node->release();
+    if (!canceled_.enqueue(node)) node->release();
   }
   settled_one();  // last touch of this timer: stop() waits for pending() to reach zero
 }

@@ -38,7 +38,6 @@
 
 #include <wheeltimer/timer.hpp>
 
-#include "producer_tokens.hpp"
 #include "task_node.hpp"
 #include "time_source.hpp"
 #include "wheel.hpp"
@@ -109,12 +108,8 @@ class WheelCore {
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif
 
-  using NodeQueue = moodycamel::ConcurrentQueue<TaskNode*>;
-  alignas(64) NodeQueue inbound_;
-  NodeQueue canceled_;  // each entry holds a reference
-  // Declared after the queues: destroyed first.
-  ProducerTokens<NodeQueue> inbound_tokens_{inbound_};
-  ProducerTokens<NodeQueue> canceled_tokens_{canceled_};
+  alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
+  moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
 
   // Indicator-owned state.
   Wheel wheel_;
