@@ -70,7 +70,7 @@ class Wheel {
     for (std::uint64_t event = next_event(); event <= tick; event = next_event()) {
       now_ = event;
       for (std::size_t level = levels_; level >= 1; --level) {
-        if (event % span(level) != 0) continue;  // not the start of a slot on this level
+        if ((event & (span(level) - 1)) != 0) continue;  // not the start of a slot on this level
         queue_cascade(level, event);
       }
       take_list(level0_[event & mask_], take);
@@ -126,12 +126,10 @@ class Wheel {
     std::uint64_t start = 0;
   };
 
-  // Level `level` >= 1: the bit its digit starts at, its slot span in ticks (0: wider than 2^64),
-  // and the digit of `tick` on it.
+  // Level `level` >= 1: the bit its digit starts at (at most 63 for every level in use), its slot
+  // span in ticks, and the digit of `tick` on it.
   std::size_t shift(std::size_t level) const noexcept { return bits0_ + kUpperBits * (level - 1); }
-  std::uint64_t span(std::size_t level) const noexcept {
-    return shift(level) >= 64 ? 0 : std::uint64_t{1} << shift(level);
-  }
+  std::uint64_t span(std::size_t level) const noexcept { return std::uint64_t{1} << shift(level); }
   std::size_t digit(std::size_t level, std::uint64_t tick) const noexcept {
     return static_cast<std::size_t>(tick >> shift(level)) & (kUpperSlots - 1);
   }

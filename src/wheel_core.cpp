@@ -96,6 +96,10 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
 
 WheelCore::~WheelCore() {
   if (indicator_.joinable()) stop();
+  // An adopt() whose task was canceled between attach and push can leave its node in the inbound
+  // queue after stop() has drained it (pending() had already dropped): release what is left.
+  for (TaskNode* node = nullptr; inbound_.try_dequeue(node);) node->release();
+  for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
 }
 
 // ---- Producers -------------------------------------------------------------------------------
@@ -184,7 +188,8 @@ void WheelCore::after_push(Clock::time_point deadline, bool housekeeping) noexce
   if (wake_at == kAwake) return;  // it will look at the queue before it sleeps
   if (deadline.time_since_epoch().count() >= wake_at && !housekeeping) return;
   // Only the producer that flips the published time to kAwake wakes it: one wake-up, not one per
-  // producer.
+  // producer. (Waking first and claiming after would not do: the indicator may wake, publish the
+  // same time again and sleep, and the late claim would then hide it from every producer.)
   if (wake_at_.compare_exchange_strong(wake_at, kAwake, std::memory_order_relaxed)) {
     time_->wake();
   }

@@ -12,7 +12,10 @@
 //
 // Threads: every member may be called from any thread, concurrently, and schedule(), cancel() and
 // adopt() from inside the timer's own tasks. stop() from inside one of its own tasks throws
-// std::logic_error; destroying the timer there is a precondition violation.
+// std::logic_error; destroying the timer there is a precondition violation. As for any object,
+// destroy the timer only once no other thread is still inside one of its calls: a schedule() that
+// was accepted just before stop() may still be returning (waking the indicator) after stop() has
+// handed its task back.
 #pragma once
 
 #include <cstddef>
