@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "executor_thread.hpp"
+
 namespace wheeltimer {
 namespace {
 
@@ -61,6 +63,7 @@ void CallerRunsPool::execute(Task work) {
 }
 
 void CallerRunsPool::work_loop() {
+  const detail::ExecutorThreadMark mark(this);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     not_empty_.wait(lock, [this] { return closing_ || !queue_.empty(); });

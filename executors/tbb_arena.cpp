@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "executor_thread.hpp"
+
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* address);
 extern "C" void __tsan_release(void* address);
@@ -71,11 +73,14 @@ void TbbArenaExecutor::execute(Task work) {
     TbbArenaExecutor* owner;
     void operator()() const noexcept {
       received(this);
-      try {
-        work();
-      } catch (...) {  // a throwing task never kills an arena worker
+      {
+        const detail::ExecutorThreadMark mark(owner);
+        try {
+          work();
+        } catch (...) {  // a throwing task never kills an arena worker
+        }
+        work.reset();
       }
-      work.reset();
       owner->finished_one();
     }
   };

@@ -12,6 +12,8 @@
 
 #include <wheeltimer/errors.hpp>
 
+#include "executor_thread.hpp"
+
 namespace wheeltimer::detail {
 namespace {
 
@@ -100,6 +102,20 @@ WheelCore::~WheelCore() {
   // queue after stop() has drained it (pending() had already dropped): release what is left.
   for (TaskNode* node = nullptr; inbound_.try_dequeue(node);) node->release();
   for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
+  release_executor();
+}
+
+void WheelCore::release_executor() noexcept {
+  std::shared_ptr<Executor> executor = std::move(options_.executor);
+  // On one of the executor's own threads (a job there dropped the last reference to this timer),
+  // our reference may be its last, and its destructor would wait for this very thread. A
+  // short-lived thread of its own releases it instead.
+  if (executor && detail::ExecutorThreadMark::current() == executor.get()) {
+    try {
+      std::thread([last = std::move(executor)]() mutable { last.reset(); }).detach();
+    } catch (...) {  // no thread to be had: releasing it here is all that is left
+    }
+  }
 }
 
 // ---- Producers -------------------------------------------------------------------------------

@@ -90,9 +90,10 @@ class WheelCore {
   void dispatch(TaskNode* node);
   void run_started(TaskNode* node) noexcept;
   void report(std::exception_ptr error) const noexcept;
+  void release_executor() noexcept;
   void prune_dispatched();
 
-  const TimerOptions options_;
+  TimerOptions options_;  // not changed after construction, but ~WheelCore moves the executor out
   const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
   const std::uint64_t lookahead_ticks_;  // see kLookahead in wheel_core.cpp

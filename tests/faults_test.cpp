@@ -170,5 +170,41 @@ TEST_F(FaultsTest, TaskDroppingTheLastOutsideReferenceToTheExecutor) {
   EXPECT_EQ(destroyed_on.load(), std::this_thread::get_id());
 }
 
+// A job given straight to the pool (not a timer task) drops the last reference to the timer, while
+// the timer holds the last reference to the pool: the timer is destroyed on a pool thread, and the
+// pool's last reference must not be released there (its destructor would join or wait for the
+// very thread it runs on: std::terminate for the pool, a hang for the arena).
+template <class MakeExecutor>
+void destroy_timer_on_its_executors_thread(MakeExecutor make_executor) {
+  auto executor = make_executor();
+  std::weak_ptr<Executor> watch = executor;
+  auto options = TimerOptions();
+  options.executor = executor;
+  auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
+  ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
+  std::promise<void> dropped;
+  executor->execute([timer = std::move(timer), &dropped]() mutable {
+    timer.reset();  // ~HashedWheelTimer on the executor's own thread
+    dropped.set_value();
+  });
+  executor.reset();  // now the timer holds the executor's last reference
+  ASSERT_EQ(dropped.get_future().wait_for(kMustHappen), std::future_status::ready);
+  // The executor is released on another thread once the job has returned; nothing to wait on but
+  // its expiry.
+  const auto give_up = Clock::now() + kMustHappen;
+  while (!watch.expired() && Clock::now() < give_up) std::this_thread::yield();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadDoesNotReleaseThePoolThere) {
+  destroy_timer_on_its_executors_thread([] { return std::make_shared<CallerRunsPool>(1, 8); });
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
+  destroy_timer_on_its_executors_thread([] { return std::make_shared<TbbArenaExecutor>(1); });
+}
+#endif
+
 }  // namespace
 }  // namespace wheeltimer
