@@ -53,7 +53,8 @@ bool Wheel::insert(TaskNode* node) noexcept {
   const auto top_bit = static_cast<std::size_t>(std::bit_width(differing)) - 1;
   const std::size_t level = 1 + (top_bit - bits0_) / kUpperBits;
   const std::size_t slot = digit(level, tick);
-  const auto chain = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(node) / 64) % kChains;
+  const auto address = reinterpret_cast<std::uintptr_t>(node);
+  const auto chain = static_cast<std::size_t>(address / 64) % kChains;  // one cache line apart
   link(upper_[slot_index(level, slot) + chain], node);
   occupied_upper_[level] |= std::uint64_t{1} << slot;
   return true;
@@ -113,8 +114,9 @@ std::uint64_t Wheel::next_event() const noexcept {
   if (slot != SlotBitmap::npos) next = (now_ & ~std::uint64_t{mask_}) | slot;
   for (std::size_t level = 1; level <= levels_; ++level) {
     const std::size_t now_digit = digit(level, now_);
-    const std::uint64_t ahead =
-        now_digit + 1 == kUpperSlots ? 0 : occupied_upper_[level] & (~std::uint64_t{0} << (now_digit + 1));
+    const std::uint64_t later_slots =
+        now_digit + 1 == kUpperSlots ? 0 : ~std::uint64_t{0} << (now_digit + 1);
+    const std::uint64_t ahead = occupied_upper_[level] & later_slots;
     if (ahead == 0) continue;
     // The start of the first occupied slot: now's higher digits, that slot's digit, zeros below.
     const std::size_t above = shift(level) + kUpperBits;

@@ -449,7 +449,9 @@ std::vector<PendingTask> WheelCore::stop() {
   for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
 
   std::stable_sort(handed_back.begin(), handed_back.end(),
-                   [](const HandedBack& a, const HandedBack& b) { return a.deadline < b.deadline; });
+                   [](const HandedBack& a, const HandedBack& b) {
+                     return a.deadline < b.deadline;
+                   });
   std::vector<PendingTask> in_order;
   in_order.reserve(handed_back.size());
   for (HandedBack& entry : handed_back) in_order.push_back(std::move(entry.task));

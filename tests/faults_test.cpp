@@ -174,35 +174,39 @@ TEST_F(FaultsTest, TaskDroppingTheLastOutsideReferenceToTheExecutor) {
 // the timer holds the last reference to the pool: the timer is destroyed on a pool thread, and the
 // pool's last reference must not be released there (its destructor would join or wait for the
 // very thread it runs on: std::terminate for the pool, a hang for the arena).
-template <class MakeExecutor>
-void destroy_timer_on_its_executors_thread(MakeExecutor make_executor) {
-  auto executor = make_executor();
-  std::weak_ptr<Executor> watch = executor;
+template <class ExecutorType, class... Args>
+void destroy_timer_on_its_executors_thread(Args... args) {
+  // The deleter reports where and when the executor is destroyed, so the test can wait for it.
+  std::promise<std::thread::id> destroyed_on;
+  const auto report = [&destroyed_on](ExecutorType* dying) {
+    delete dying;
+    destroyed_on.set_value(std::this_thread::get_id());
+  };
+  std::shared_ptr<ExecutorType> executor(new ExecutorType(args...), report);
   auto options = TimerOptions();
   options.executor = executor;
   auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
   ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
-  std::promise<void> dropped;
-  executor->execute([timer = std::move(timer), &dropped]() mutable {
+  std::promise<std::thread::id> dropped_on;
+  executor->execute([timer = std::move(timer), &dropped_on]() mutable {
     timer.reset();  // ~HashedWheelTimer on the executor's own thread
-    dropped.set_value();
+    dropped_on.set_value(std::this_thread::get_id());
   });
   executor.reset();  // now the timer holds the executor's last reference
-  ASSERT_EQ(dropped.get_future().wait_for(kMustHappen), std::future_status::ready);
-  // The executor is released on another thread once the job has returned; nothing to wait on but
-  // its expiry.
-  const auto give_up = Clock::now() + kMustHappen;
-  while (!watch.expired() && Clock::now() < give_up) std::this_thread::yield();
-  EXPECT_TRUE(watch.expired());
+  auto dropped = dropped_on.get_future();
+  ASSERT_EQ(dropped.wait_for(kMustHappen), std::future_status::ready);
+  auto destroyed = destroyed_on.get_future();
+  ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_NE(destroyed.get(), dropped.get()) << "released on its own worker thread";
 }
 
 TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadDoesNotReleaseThePoolThere) {
-  destroy_timer_on_its_executors_thread([] { return std::make_shared<CallerRunsPool>(1, 8); });
+  destroy_timer_on_its_executors_thread<CallerRunsPool>(std::size_t{1}, std::size_t{8});
 }
 
 #if WHEELTIMER_HAS_TBB
 TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
-  destroy_timer_on_its_executors_thread([] { return std::make_shared<TbbArenaExecutor>(1); });
+  destroy_timer_on_its_executors_thread<TbbArenaExecutor>(1);
 }
 #endif
 

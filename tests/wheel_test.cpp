@@ -94,7 +94,7 @@ TEST_F(WheelTest, FiresAtItsDeadlineWithinTheTick) {
   EXPECT_EQ(mid_tick.state(), TaskState::finished);
 }
 
-// Deadlines from one tick to 35 years out, on wheels whose level 0 has 1, 8 and 512 slots: each task
+// Deadlines from one tick to 35 years out, on wheels whose level 0 has 1, 8 and 512 slots: each
 // cascades down through the levels and fires exactly at its deadline, not a nanosecond before.
 TEST_F(WheelTest, CascadesFireEveryScaleExactlyAtItsDeadline) {
   for (std::size_t wheel_size : {std::size_t{1}, std::size_t{8}, std::size_t{512}}) {
@@ -148,8 +148,9 @@ TEST_F(WheelTest, BigCascadeInChunksFiresEveryTaskExactlyOnTime) {
     }
     for (const Firing& firing : fired_) {
       if (firing.at <= before) continue;  // checked in an earlier step
-      EXPECT_GT(deadlines[static_cast<std::size_t>(firing.id)], before) << "late: " << firing.id;
-      EXPECT_LE(deadlines[static_cast<std::size_t>(firing.id)], firing.at) << "early: " << firing.id;
+      const auto deadline = deadlines[static_cast<std::size_t>(firing.id)];
+      EXPECT_GT(deadline, before) << "late: " << firing.id;
+      EXPECT_LE(deadline, firing.at) << "early: " << firing.id;
     }
   }
   EXPECT_EQ(fired_.size(), static_cast<std::size_t>(kTasks) - canceled);
