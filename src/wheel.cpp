@@ -14,8 +14,11 @@ Wheel::Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick)
       mask_(slots - 1),
       bits0_(static_cast<std::size_t>(std::countr_zero(slots))),
       levels_((64 - bits0_ + kUpperBits - 1) / kUpperBits),
+      // A level 0 of up to 2^16 slots gets kChains lists a slot (at most 4 MiB); beyond that the
+      // extra lists would cost more address space than the overlap is worth.
+      chains0_(slots <= (std::size_t{1} << 16) ? kChains : 1),
       // calloc, not new[]: a large zeroed block comes straight from mmap, untouched.
-      level0_(static_cast<TaskNode**>(std::calloc(slots, sizeof(TaskNode*)))),
+      level0_(static_cast<TaskNode**>(std::calloc(slots * chains0_, sizeof(TaskNode*)))),
       occupied0_(slots) {
   if (!level0_) throw std::bad_alloc();
 }
@@ -46,16 +49,14 @@ bool Wheel::insert(TaskNode* node) noexcept {
   const std::uint64_t differing = tick ^ now_;
   if ((differing >> bits0_) == 0) {
     const std::size_t slot = tick & mask_;
-    link(level0_[slot], node);
+    link(level0_[slot * chains0_ + chain_of(node, chains0_)], node);
     occupied0_.set(slot);
     return true;
   }
   const auto top_bit = static_cast<std::size_t>(std::bit_width(differing)) - 1;
   const std::size_t level = 1 + (top_bit - bits0_) / kUpperBits;
   const std::size_t slot = digit(level, tick);
-  const auto address = reinterpret_cast<std::uintptr_t>(node);
-  const auto chain = static_cast<std::size_t>(address / 64) % kChains;  // one cache line apart
-  link(upper_[slot_index(level, slot) + chain], node);
+  link(upper_[slot_index(level, slot) + chain_of(node, kChains)], node);
   occupied_upper_[level] |= std::uint64_t{1} << slot;
   return true;
 }
@@ -92,17 +93,21 @@ void Wheel::unlink(TaskNode* node) noexcept {
   if (*pprev == nullptr) slot_emptied(pprev);
 }
 
+namespace {
+bool all_empty(const TaskNode* const* heads, std::size_t count) noexcept {
+  return std::all_of(heads, heads + count, [](const TaskNode* head) { return head == nullptr; });
+}
+}  // namespace
+
 void Wheel::slot_emptied(TaskNode** head) noexcept {
   // `head` is a slot head only if it lies in one of the slot arrays; a `next` field inside a node
-  // or never_ needs nothing.
-  if (head >= level0_.get() && head <= level0_.get() + mask_) {
-    occupied0_.clear(static_cast<std::size_t>(head - level0_.get()));
+  // or never_ needs nothing. The slot stays occupied while another of its lists holds nodes.
+  if (head >= level0_.get() && head < level0_.get() + slot_count() * chains0_) {
+    const auto slot = static_cast<std::size_t>(head - level0_.get()) / chains0_;
+    if (all_empty(&level0_[slot * chains0_], chains0_)) occupied0_.clear(slot);
   } else if (head >= upper_.data() && head < upper_.data() + upper_.size()) {
     const auto slot = static_cast<std::size_t>(head - upper_.data()) / kChains;
-    const TaskNode* const* chains = &upper_[slot * kChains];
-    for (std::size_t chain = 0; chain < kChains; ++chain) {
-      if (chains[chain] != nullptr) return;  // another list of the slot still holds nodes
-    }
+    if (!all_empty(&upper_[slot * kChains], kChains)) return;
     occupied_upper_[1 + slot / kUpperSlots] &= ~(std::uint64_t{1} << (slot % kUpperSlots));
   }
 }

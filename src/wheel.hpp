@@ -18,6 +18,7 @@
 // (finish_cascades_by()). The owner runs the wheel ahead of real time (a lookahead) so that this
 // rarely happens. Each upper slot keeps kChains lists, picked by node address, and a cascade walks
 // them in turn: the cache misses of eight independent lists overlap, those of one list cannot.
+// Level-0 slots do the same when the wheel is small enough to afford it (chains0_).
 //
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.
@@ -73,7 +74,7 @@ class Wheel {
         if ((event & (span(level) - 1)) != 0) continue;  // not the start of a slot on this level
         queue_cascade(level, event);
       }
-      take_list(level0_[event & mask_], take);
+      take_slot(static_cast<std::size_t>(event & mask_), take);
     }
     if (tick > now_) now_ = tick;  // nothing happens in between, and no slot is left behind
   }
@@ -104,7 +105,7 @@ class Wheel {
     take_list(never_, take);
     for (std::size_t slot = occupied0_.find_next(0); slot != SlotBitmap::npos;
          slot = occupied0_.find_next(slot)) {
-      take_list(level0_[slot], take);
+      take_slot(slot, take);
     }
     for (TaskNode*& head : upper_) take_list(head, take);
     for (Cascade& cascade : cascades_) {
@@ -168,6 +169,37 @@ class Wheel {
     return moved;
   }
 
+  // The list, of the kChains an upper slot (or the chains0_ a level-0 slot) has, that `node` goes
+  // to: by address, so consecutive allocations spread over all of them.
+  static std::size_t chain_of(const TaskNode* node, std::size_t chains) noexcept {
+    return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(node) / 64) % chains;
+  }
+
+  // Unlinks every node of level-0 slot `slot`, one node of each of its lists in turn, and passes
+  // each to `take`.
+  template <class Take>
+  void take_slot(std::size_t slot, Take&& take) {
+    TaskNode** heads = &level0_[slot * chains0_];
+    std::array<TaskNode*, kChains> cursors{};
+    for (std::size_t chain = 0; chain < chains0_; ++chain) {
+      cursors[chain] = std::exchange(heads[chain], nullptr);
+    }
+    occupied0_.clear(slot);
+    for (bool any = true; any;) {
+      any = false;
+      for (std::size_t chain = 0; chain < chains0_; ++chain) {
+        TaskNode* node = cursors[chain];
+        if (node == nullptr) continue;
+        any = true;
+        cursors[chain] = node->next;
+        node->next = nullptr;
+        node->pprev = nullptr;
+        --size_;
+        take(node);
+      }
+    }
+  }
+
   void link(TaskNode*& head, TaskNode* node) noexcept;
   // The head `pprev` points at became empty: clear its occupied bit (nothing for never_).
   void slot_emptied(TaskNode** head) noexcept;
@@ -198,7 +230,8 @@ class Wheel {
   const std::size_t mask_;
   const std::size_t bits0_;    // log2 of the level-0 slot count
   const std::size_t levels_;   // upper levels in use
-  std::unique_ptr<TaskNode*[], FreeDeleter> level0_;
+  const std::size_t chains0_;  // lists per level-0 slot: kChains, or 1 for a huge level 0
+  std::unique_ptr<TaskNode*[], FreeDeleter> level0_;  // slot s has lists s*chains0_ onwards
   SlotBitmap occupied0_;
   std::array<TaskNode*, kMaxUpperLevels * kUpperSlots * kChains> upper_{};
   std::array<std::uint64_t, kMaxUpperLevels + 1> occupied_upper_{};  // index = level
