@@ -92,6 +92,7 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
       lookahead_ticks_(std::max<std::uint64_t>(
           1, static_cast<std::uint64_t>(kLookahead / options_.tick))),
       wheel_(options_.wheel_size, start_, options_.tick),
+      due_(wheel_, lookahead_ticks_),
       prune_at_(kMinPrune) {
   indicator_ = std::thread([this] { run_indicator(); });
 }
@@ -230,7 +231,7 @@ void WheelCore::run_indicator() {
     transfer_inbound();
     unlink_canceled();
     const Clock::time_point now = time_->now();
-    const auto to_due = [this](TaskNode* node) { make_due(node); };
+    const auto to_due = [this](TaskNode* node) { due_.push(node); };
     // Run the wheel ahead of now (at least into the next tick, so a tick's first tasks start at
     // their own deadlines, not at a wake-up at the tick's beginning). What it cascades on the way
     // is worked through in chunks below; only a cascade whose tasks are due now is finished here.
@@ -241,11 +242,11 @@ void WheelCore::run_indicator() {
     }
     fire_due(now);
     prune_dispatched();
-    if (wheel_.cascading() && !(control_.load(std::memory_order_acquire) & kStopping)) {
+    if (wheel_.cascading() && !stop_requested()) {
       wheel_.cascade_some(kCascadeChunk, to_due);
       continue;  // no sleep until the cascade is done; due tasks start between chunks
     }
-    if (control_.load(std::memory_order_acquire) & kStopping) {
+    if (stop_requested()) {
       // stop() interrupts the time source right after setting the flag; returning through it
       // tells the source (and a ManualClock) that this indicator is gone.
       while (time_->sleep_until(Clock::time_point::max())) {
@@ -266,12 +267,12 @@ void WheelCore::run_indicator() {
   } while (true);
 }
 
-Clock::time_point WheelCore::next_wake() const noexcept {
+Clock::time_point WheelCore::next_wake() {
   // The wheel's next event is handled lookahead_ticks_ before it.
   const std::uint64_t event = wheel_.next_event();
   const Clock::time_point event_time =
       wheel_.tick_time(event == Wheel::kNever ? event : event - std::min(event, lookahead_ticks_));
-  return due_.empty() ? event_time : std::min(event_time, due_.front().deadline);
+  return std::min(event_time, due_.earliest());
 }
 
 std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept {
@@ -294,7 +295,7 @@ void WheelCore::transfer_inbound() {
         node->release();
         continue;
       }
-      if (!wheel_.insert(node)) make_due(node);  // its tick has begun (or passed)
+      if (!wheel_.insert(node)) due_.push(node);  // its tick has begun (or passed)
     }
   }
 }
@@ -315,27 +316,11 @@ void WheelCore::unlink_canceled() {
   }
 }
 
-namespace {
-// Orders the due heap so its front is the earliest deadline.
-constexpr auto later = [](const auto& a, const auto& b) { return a.deadline > b.deadline; };
-}  // namespace
-
-void WheelCore::make_due(TaskNode* node) {
-  due_.push_back(Due{node->deadline(), node});
-  std::push_heap(due_.begin(), due_.end(), later);
-}
-
 void WheelCore::fire_due(Clock::time_point now) {
-  while (!due_.empty() && due_.front().deadline <= now) {
-    // stop() has begun while earlier tasks ran: what has not started stays here for stop() to
-    // hand back.
-    if (control_.load(std::memory_order_acquire) & kStopping) return;
-    std::pop_heap(due_.begin(), due_.end(), later);
-    TaskNode* node = due_.back().node;
-    due_.pop_back();
-    // The heap holds what is due in the next kLookahead, more than the cache keeps: fetch the next
-    // node while this one runs.
-    if (!due_.empty()) __builtin_prefetch(due_.front().node, 1);
+  // Once stop() has begun, what has not started stays for stop() to hand back.
+  while (!stop_requested()) {
+    TaskNode* node = due_.pop_due(now);
+    if (node == nullptr) return;
     dispatch(node);
   }
 }
@@ -402,6 +387,7 @@ std::vector<PendingTask> WheelCore::stop() {
   std::lock_guard<std::mutex> guard(stop_mutex_);
   if (stopped_) return {};
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
+  stopping_.store(true, std::memory_order_relaxed);
   time_->interrupt();
   if (indicator_.joinable()) indicator_.join();
 
@@ -429,7 +415,7 @@ std::vector<PendingTask> WheelCore::stop() {
     }
   };
   wheel_.drain(reclaim);
-  for (const Due& due : std::exchange(due_, {})) reclaim(due.node);
+  due_.drain(reclaim);
   for (TaskNode* dispatched : std::exchange(dispatched_, {})) reclaim(dispatched);
   for (TaskNode* started : running) {
     started->wait_until(Clock::time_point::max());

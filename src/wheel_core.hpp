@@ -38,6 +38,7 @@
 
 #include <wheeltimer/timer.hpp>
 
+#include "due_queue.hpp"
 #include "task_node.hpp"
 #include "time_source.hpp"
 #include "wheel.hpp"
@@ -82,10 +83,9 @@ class WheelCore {
   void run_indicator();
   void transfer_inbound();
   void unlink_canceled();
-  void make_due(TaskNode* node);
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
-  Clock::time_point next_wake() const noexcept;
+  Clock::time_point next_wake();
   static std::uint64_t saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept;
   void dispatch(TaskNode* node);
   void run_started(TaskNode* node) noexcept;
@@ -113,14 +113,12 @@ class WheelCore {
   moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
 
   // Indicator-owned state.
+  // stop() has begun: what the indicator reads, so that it never reads control_, which every
+  // producer writes. Only an early exit hangs on it; stop() interrupts the time source as well.
+  std::atomic<bool> stopping_{false};
+  bool stop_requested() const noexcept { return stopping_.load(std::memory_order_relaxed); }
   Wheel wheel_;
-  // Nodes whose tick has begun, as a min-heap on deadline: they start at their exact deadline,
-  // not at the end of their tick. Each entry holds the wheel's reference.
-  struct Due {
-    Clock::time_point deadline;
-    TaskNode* node;
-  };
-  std::vector<Due> due_;
+  DueQueue due_;  // nodes whose tick has begun, each with the wheel's reference
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
   std::size_t prune_at_;
 
