@@ -17,12 +17,23 @@
 namespace wheeltimer::detail {
 namespace {
 
-// control_: bits 0-39 pending tasks, bits 40-61 pushes (wrapping), bit 63 "stop() has begun".
-constexpr std::uint64_t kOnePending = 1;
-constexpr std::uint64_t kPendingMask = (std::uint64_t{1} << 40) - 1;
-constexpr unsigned kPushShift = 40;
-constexpr std::uint64_t kPushMask = ((std::uint64_t{1} << 22) - 1) << kPushShift;
+// control_: bits 0-61 tasks admitted (wrapping), bit 63 "stop() has begun". The settled counts
+// (settled_) wrap at 2^64; counts are compared modulo 2^62.
+constexpr std::uint64_t kAdmittedMask = (std::uint64_t{1} << 62) - 1;
 constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
+
+// How many of `admitted` tasks `settled` leaves, modulo 2^62; zero if `settled` is ahead (it was
+// read after `admitted` and counts tasks admitted since).
+std::uint64_t left_over(std::uint64_t admitted, std::uint64_t settled) noexcept {
+  const std::uint64_t difference = (admitted - settled) & kAdmittedMask;
+  return difference > kAdmittedMask / 2 ? 0 : difference;
+}
+
+// The stripe of settled_ this thread adds to, handed out round-robin on its first settle, so the
+// first kSettledStripes threads that settle each get one of their own.
+constexpr unsigned kNoStripe = ~0u;
+std::atomic<unsigned> next_stripe{0};
+thread_local unsigned settle_stripe = kNoStripe;
 
 // Netty's cap: a flood of schedule() calls delays due tasks by at most this much work per
 // wake-up; the rest waits in the inbound queue for the next round.
@@ -121,31 +132,83 @@ void WheelCore::release_executor() noexcept {
 
 // ---- Producers -------------------------------------------------------------------------------
 
+// Every counter here only grows, and every update and read of them in admit(), settled_one() and
+// pending() is seq_cst: they all fall into one total order, so "the admitted and settled counts at
+// a point of that order" is well defined, and pending at that point is their difference. A sum of
+// the stripes read one after another lies between the settled counts at its first and last read.
+//
+// admit() is linearizable: it checks and counts in one compare-and-swap on control_, so it takes
+// effect at that CAS, with the admitted count it read at `current` still there. If max_pending is
+// set, `floor` is a settled sum read before the CAS (the cached settled_floor_, or a fresh sum),
+// hence at most the settled count at the CAS: current - floor bounds pending from above, and
+// current - floor < max_pending proves there is room. When the cached floor cannot prove it, the
+// stripes are summed afresh, AFTER `current` was read: that sum is at least the settled count at
+// that read, so current - sum is at most what was pending then, and current - sum >= max_pending
+// proves the timer was full at the moment `current` was read, during this call: the Rejected is
+// ordered there. (Had the sum been read before `current`, tasks admitted and settled in between
+// could make the timer look full when it never was.) A sum that is ahead of `current` means
+// control_ has moved on, so the CAS fails and the loop reads it again.
+// Without a max_pending a fetch_add would do the counting, but a producer that lost the race with
+// stop() would count its task before seeing the flag and taking it back, and pending() would show
+// a refused task meanwhile (even after stop() has returned): the CAS never counts a refused task.
 bool WheelCore::admit(const char* operation) {
-  // Check, then count, in one compare-and-swap: pending() never shows a task that is refused.
-  std::uint64_t current = control_.load(std::memory_order_acquire);
+  const std::uint64_t limit = options_.max_pending;
+  std::uint64_t current = control_.load(std::memory_order_seq_cst);
+  std::uint64_t floor = limit != 0 ? settled_floor_.load(std::memory_order_acquire) : 0;
   std::uint64_t next = 0;
   do {
     if (current & kStopping) {
       throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
     }
-    if (options_.max_pending != 0 && (current & kPendingMask) >= options_.max_pending) {
-      throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
-                     std::to_string(options_.max_pending) + ") tasks are already pending");
+    if (limit != 0 && left_over(current, floor) >= limit) {
+      floor = settled_sum();
+      if (left_over(current, floor) >= limit) {
+        throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
+                       std::to_string(limit) + ") tasks are already pending");
+      }
+      // Any sum is a lower bound from now on; a racing store of an older one only costs a recount.
+      if (static_cast<std::int64_t>(floor - settled_floor_.load(std::memory_order_relaxed)) > 0) {
+        settled_floor_.store(floor, std::memory_order_release);
+      }
     }
-    const std::uint64_t pushes = (current + (std::uint64_t{1} << kPushShift)) & kPushMask;
-    next = (current & ~kPushMask) + kOnePending + pushes;
-  } while (!control_.compare_exchange_weak(current, next, std::memory_order_acq_rel,
-                                           std::memory_order_acquire));
-  return (next >> kPushShift) % kHousekeepingPushes == 0;
+    next = (current & kStopping) | ((current + 1) & kAdmittedMask);
+  } while (!control_.compare_exchange_weak(current, next, std::memory_order_seq_cst,
+                                           std::memory_order_seq_cst));
+  return (next & kAdmittedMask) % kHousekeepingPushes == 0;
 }
 
 void WheelCore::settled_one() noexcept {
-  control_.fetch_sub(kOnePending, std::memory_order_release);
+  unsigned stripe = settle_stripe;
+  if (stripe == kNoStripe) [[unlikely]] {
+    stripe = next_stripe.fetch_add(1, std::memory_order_relaxed) % kSettledStripes;
+    settle_stripe = stripe;
+  }
+  settled_[stripe].count.fetch_add(1, std::memory_order_seq_cst);
+}
+
+std::uint64_t WheelCore::settled_sum() const noexcept {
+  std::uint64_t sum = 0;
+  for (const SettledStripe& stripe : settled_) sum += stripe.count.load(std::memory_order_seq_cst);
+  return sum;
+}
+
+// The stripes first, then control_: the sum is at most the settled count when control_ is read,
+// so the result is at least what was pending at that moment (never "negative"); zero means that
+// every task admitted by then had settled, and that this thread has read each settle (stop() relies
+// on that). A thread sees its own cancel, and any settle that happened before its call. With
+// settles running during the call, the result can exceed the count at any one moment by up to the
+// number of those settles.
+std::uint64_t WheelCore::outstanding() const noexcept {
+  const std::uint64_t settled = settled_sum();
+  return left_over(control_.load(std::memory_order_seq_cst), settled);
 }
 
 std::size_t WheelCore::pending() const noexcept {
-  return static_cast<std::size_t>(control_.load(std::memory_order_acquire) & kPendingMask);
+  const std::uint64_t count = outstanding();
+  // Never more than max_pending can be pending, so capping is still an upper bound of the count
+  // when control_ was read, and keeps the overshoot described above within the documented limit.
+  const std::uint64_t limit = options_.max_pending;
+  return static_cast<std::size_t>(limit != 0 ? std::min(count, limit) : count);
 }
 
 TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
@@ -429,7 +492,7 @@ std::vector<PendingTask> WheelCore::stop() {
   // destroyed while another thread is still inside one of its calls (as for any C++ object).
   for (TaskNode* node = nullptr;;) {
     while (inbound_.try_dequeue(node)) reclaim(node);
-    if ((control_.load(std::memory_order_acquire) & kPendingMask) == 0) break;
+    if (outstanding() == 0) break;
     std::this_thread::yield();
   }
   for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();

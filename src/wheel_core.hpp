@@ -2,25 +2,30 @@
 // indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop().
 //
 // Threads:
-//  - schedule_at()/adopt(): any thread. They count the task in `control_`, then push it onto the
-//    lock-free inbound queue; only the indicator (or stop(), after the indicator exits) pops it.
+//  - schedule_at()/adopt(): any thread. They count the task as admitted in `control_`, then push
+//    it onto the lock-free inbound queue; only the indicator (or stop(), after the indicator
+//    exits) pops it.
 //    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
 //  - TaskNode::cancel(): any thread; calls on_canceled(), which queues the node for unlinking.
 //  - The wheel, `dispatched_` and the consumer side of both queues: the indicator thread, and
 //    stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
 //
-// Memory ordering: `control_` packs the pending count and the stopping flag into one word, so
-// "is it stopping?" and "count me" are one atomic step: a producer either sees the flag and backs
-// out, or is counted before stop() sets it, and then stop() keeps draining the inbound queue until
-// that task (like every other accepted one) has been reclaimed and pending() is zero.
+// Counting: pending() is the number of tasks admitted minus the number settled (started, canceled,
+// handed back, or admitted and then undone). `control_` packs the admitted count and the stopping
+// flag into one word, so "is it stopping?" and "count me" are one atomic step: a producer either
+// sees the flag and backs out, or is counted before stop() sets it, and then stop() keeps draining
+// the inbound queue until that task (like every other accepted one) has been reclaimed and
+// pending() is zero. Settling is spread over `settled_`, counters on cache lines of their own,
+// one picked per thread, so threads canceling at once do not fight over one line; pending() and a
+// max_pending check that fails sum them up (see admit() and pending() in wheel_core.cpp).
 //
 // Waking: the indicator sleeps until the earliest deadline it knows of, or the next wheel event,
 // whichever comes first, and publishes that time in `wake_at_` (kAwake while it works). A producer
 // pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
 // sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
-// task. Every kHousekeepingPushes-th task pushed also wakes a sleeping indicator, so the canceled
+// task. Every kHousekeepingPushes-th task admitted also wakes a sleeping indicator, so the canceled
 // tasks of a schedule-and-cancel stream never pile up waiting for a far-off wake-up.
 #pragma once
 
@@ -73,6 +78,8 @@ class WheelCore {
   // kHousekeepingPushes-th task.
   bool admit(const char* operation);
   void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)
+  std::uint64_t settled_sum() const noexcept;  // all of settled_, wrapping
+  std::uint64_t outstanding() const noexcept;  // pending() before the max_pending cap
 
   // After a push: wakes a sleeping indicator if the task is due before it would wake, or for
   // `housekeeping`.
@@ -98,9 +105,12 @@ class WheelCore {
   const Clock::time_point start_;
   const std::uint64_t lookahead_ticks_;  // see kLookahead in wheel_core.cpp
 
-  // Pending count, push count and the stopping flag (see wheel_core.cpp). Written by every
-  // producer: kept on its own cache line, away from the indicator's fields.
+  // Admitted count and the stopping flag (see wheel_core.cpp). Written by every producer: kept on
+  // its own cache line, away from the indicator's fields. With a max_pending, admit() also reads
+  // `settled_floor_`, a settled count summed up earlier (a lower bound of the current one), so it
+  // shares the line.
   alignas(64) std::atomic<std::uint64_t> control_{0};
+  std::atomic<std::uint64_t> settled_floor_{0};
   // When the indicator will wake next (Clock::rep), or kAwake. Written by the indicator about once
   // per wake-up and read by every producer: its own line, so producers' writes never evict it.
   static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
@@ -108,6 +118,12 @@ class WheelCore {
 #if defined(__SANITIZE_THREAD__)
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif
+  // Settled counts, wrapping; a thread adds to one stripe only (see settled_one()).
+  struct alignas(64) SettledStripe {
+    std::atomic<std::uint64_t> count{0};
+  };
+  static constexpr std::size_t kSettledStripes = 16;
+  SettledStripe settled_[kSettledStripes];
 
   alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
   moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference

@@ -5,6 +5,7 @@
 // on a Gate the test opens; every wait is bounded by kMustHappen.
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -445,6 +446,140 @@ TEST_F(HashedWheelTimerTest, PendingExactUnderExpiryCancelRace) {
   EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
   EXPECT_EQ(timer.stop().size(), kLimit);
   EXPECT_EQ(timer.pending(), 0u);
+}
+
+// Cancels from many threads, more threads than the timer has internal counters for them, so every
+// one of those is used: the count is exact whenever no cancel is under way, each thread sees its
+// own cancels at once, and it ends at exactly zero.
+TEST_F(HashedWheelTimerTest, PendingExactWithCancelsFromManyThreads) {
+  constexpr std::size_t kThreads = 24;
+  constexpr std::size_t kPerThread = 40;
+  constexpr std::size_t kFirst = kPerThread / 4;                  // per thread, one at a time
+  constexpr std::size_t kHalf = (kPerThread - kFirst) / 2;        // per thread, all at once
+  constexpr std::size_t kTotal = kThreads * kPerThread;
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+  std::vector<TimerFuture> futures;
+  for (std::size_t i = 0; i < kTotal; ++i) futures.push_back(timer.schedule([] {}, 1h));
+  ASSERT_EQ(timer.pending(), kTotal);
+
+  std::atomic<int> lost_cancels{0};
+  std::size_t canceled = 0;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    std::thread([&, t] {
+      for (std::size_t i = 0; i < kFirst; ++i) {
+        if (!futures[t * kPerThread + i].cancel()) lost_cancels.fetch_add(1);
+      }
+    }).join();
+    canceled += kFirst;
+    ASSERT_EQ(timer.pending(), kTotal - canceled) << "after thread " << t;
+  }
+
+  // Halfway, the barrier's completion runs while every thread waits: nothing moves.
+  std::atomic<std::size_t> at_halfway{0};
+  std::barrier halfway(static_cast<std::ptrdiff_t>(kThreads),
+                       [&]() noexcept { at_halfway.store(timer.pending()); });
+  std::atomic<int> own_cancel_unseen{0};
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (std::size_t i = 0; i < 2 * kHalf; ++i) {
+          if (i == kHalf) halfway.arrive_and_wait();
+          if (!futures[t * kPerThread + kFirst + i].cancel()) lost_cancels.fetch_add(1);
+          // cancel() lowers pending() before it returns, for the canceling thread too.
+          if (timer.pending() > kTotal - canceled - (i + 1)) own_cancel_unseen.fetch_add(1);
+        }
+      });
+    }
+  }
+  EXPECT_EQ(lost_cancels.load(), 0);
+  EXPECT_EQ(own_cancel_unseen.load(), 0);
+  EXPECT_EQ(at_halfway.load(), kTotal - canceled - kThreads * kHalf);
+  canceled += kThreads * 2 * kHalf;
+  EXPECT_EQ(timer.pending(), kTotal - canceled);
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    for (std::size_t i = kFirst + 2 * kHalf; i < kPerThread; ++i) {
+      ASSERT_TRUE(futures[t * kPerThread + i].cancel());
+    }
+  }
+  EXPECT_EQ(timer.pending(), 0u);
+  EXPECT_TRUE(timer.stop().empty());
+}
+
+// max_pending counts cancels from any thread: full means exactly max_pending, and exactly as many
+// as were canceled fit in again, round after round (new threads each round).
+TEST_F(HashedWheelTimerTest, MaxPendingExactWithCancelsFromManyThreads) {
+  constexpr std::size_t kLimit = 64;
+  constexpr std::size_t kThreads = 8;
+  constexpr std::size_t kPerThread = kLimit / 2 / kThreads;
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = kLimit});
+  std::vector<TimerFuture> held;
+  for (int round = 0; round < 6; ++round) {
+    while (held.size() < kLimit) held.push_back(timer.schedule([] {}, 1h));
+    ASSERT_EQ(timer.pending(), kLimit) << "round " << round;
+    EXPECT_THROW(timer.schedule([] {}, 1h), Rejected) << "round " << round;
+    ASSERT_EQ(timer.pending(), kLimit) << "round " << round;
+    std::atomic<int> lost_cancels{0};
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          for (std::size_t i = 0; i < kPerThread; ++i) {
+            if (!held[t * kPerThread + i].cancel()) lost_cancels.fetch_add(1);
+          }
+        });
+      }
+    }
+    ASSERT_EQ(lost_cancels.load(), 0);
+    held.erase(held.begin(), held.begin() + kThreads * kPerThread);
+    ASSERT_EQ(timer.pending(), kLimit - kThreads * kPerThread) << "round " << round;
+  }
+  while (held.size() < kLimit) held.push_back(timer.schedule([] {}, 1h));
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+  EXPECT_EQ(timer.stop().size(), kLimit);
+  EXPECT_EQ(timer.pending(), 0u);
+}
+
+// Schedule-and-cancel from several threads at once, each holding at most one task. With
+// max_pending equal to the number of threads there is always room for the thread that asks, so
+// nothing may be Rejected; and a thread's own task counts in pending() until it cancels it.
+TEST_F(HashedWheelTimerTest, PendingAndMaxPendingUnderConcurrentChurn) {
+  constexpr std::size_t kThreads = 6;
+  constexpr int kRounds = WHEELTIMER_TEST_TSAN ? 3000 : 30000;
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .max_pending = kThreads});
+  std::atomic<int> rejected{0};
+  std::atomic<int> own_task_unseen{0};
+  std::atomic<int> above_limit{0};
+  std::atomic<int> lost_cancels{0};
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kRounds; ++i) {
+          TimerFuture future;
+          try {
+            future = timer.schedule([] {}, 1h);
+          } catch (const Rejected&) {
+            rejected.fetch_add(1);
+            continue;
+          }
+          const std::size_t pending = timer.pending();
+          if (pending < 1) own_task_unseen.fetch_add(1);
+          if (pending > kThreads) above_limit.fetch_add(1);
+          if (!future.cancel()) lost_cancels.fetch_add(1);
+        }
+      });
+    }
+  }
+  EXPECT_EQ(rejected.load(), 0);
+  EXPECT_EQ(own_task_unseen.load(), 0);
+  EXPECT_EQ(above_limit.load(), 0);
+  EXPECT_EQ(lost_cancels.load(), 0);
+  EXPECT_EQ(timer.pending(), 0u);
+  std::vector<TimerFuture> held;
+  for (std::size_t i = 0; i < kThreads; ++i) held.push_back(timer.schedule([] {}, 1h));
+  EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
+  EXPECT_EQ(timer.pending(), kThreads);
 }
 
 // ---------------------------------------------------------------------------------------------
