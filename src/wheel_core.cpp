@@ -41,7 +41,7 @@ constexpr std::size_t kMaxTransferPerRound = 100000;
 constexpr std::size_t kBatch = 256;
 // Cascaded nodes moved per round, between rounds of starting due tasks.
 constexpr std::size_t kCascadeChunk = 4096;
-// How far ahead of real time the wheel runs: tasks due within this are in the due heap, and an
+// How far ahead of real time the wheel runs: tasks due within this are in the due queue, and an
 // upper slot starts cascading this long before its first task is due, so a big cascade, worked
 // through in chunks, is done before anything in it is due.
 constexpr Clock::duration kLookahead = std::chrono::milliseconds(64);
