@@ -14,11 +14,20 @@
 #define WHEELTIMER_SANITIZED 1
 #endif
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+#define WHEELTIMER_NO_NODE_POOL 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WHEELTIMER_NO_NODE_POOL 1
+#endif
+#endif
 
 #if WHEELTIMER_HAS_TBB && !defined(WHEELTIMER_SANITIZED)
 #define WHEELTIMER_NODE_TBBMALLOC 1
 #include <oneapi/tbb/scalable_allocator.h>
 #endif
+
+#include "node_pool.hpp"
 
 namespace wheeltimer::detail {
 namespace {
@@ -39,24 +48,28 @@ void fail_node_allocation_after(int successes) noexcept {
   if (successes >= 0) injection_armed.store(true, std::memory_order_relaxed);
 }
 
-void* allocate_node(std::size_t bytes) {
+NodeMemory allocate_node(std::size_t bytes) {
   if (injection_armed.load(std::memory_order_relaxed) && injected_failure()) {
     throw std::bad_alloc();
   }
+#ifndef WHEELTIMER_NO_NODE_POOL
+  if (bytes <= node_pool::kCellSize) return {node_pool::allocate(), true};
+#endif
 #ifdef WHEELTIMER_NODE_TBBMALLOC
   void* memory = scalable_malloc(bytes);
 #else
   void* memory = std::malloc(bytes);
 #endif
   if (memory == nullptr) throw std::bad_alloc();
-  return memory;
+  return {memory, false};
 }
 
-void free_node(void* memory) noexcept {
+void free_node(NodeMemory node) noexcept {
+  if (node.pooled) return node_pool::free(node.memory);
 #ifdef WHEELTIMER_NODE_TBBMALLOC
-  scalable_free(memory);
+  scalable_free(node.memory);
 #else
-  std::free(memory);
+  std::free(node.memory);
 #endif
 }
 

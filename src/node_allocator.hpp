@@ -1,18 +1,28 @@
 // Where task nodes live. A node is allocated on the thread that schedules it and usually freed on
-// the indicator thread; with oneTBB, its scalable allocator handles that cross-thread pattern
-// without the consolidation glibc's malloc does (perf: ~21% of firing CPU in malloc_consolidate,
-// unlink_chunk and free). Without oneTBB, and under sanitizers (which cannot see inside tbbmalloc
-// and would miss a node's use after free or report its reuse as a race), plain malloc.
+// the indicator thread. Nodes of up to node_pool::kCellSize bytes (a capture of a pointer) come
+// from the node pool (node_pool.hpp), which serves exactly that size and hands freed cells between
+// threads in batches. Larger ones come from oneTBB's scalable allocator, which handles the
+// cross-thread pattern without the consolidation glibc's malloc does (perf: ~21% of firing CPU in
+// malloc_consolidate, unlink_chunk and free); plain malloc without oneTBB.
+// Under AddressSanitizer every node is its own malloc block, so a node's use after free is caught
+// (a pooled cell would be reused unseen); under ThreadSanitizer the pool stays in, to be checked,
+// but tbbmalloc, which it cannot see into, does not.
 #pragma once
 
 #include <cstddef>
 
 namespace wheeltimer::detail {
 
-// At least `bytes` of storage aligned for any scalar; throws std::bad_alloc on failure.
-void* allocate_node(std::size_t bytes);
+struct NodeMemory {
+  void* memory;
+  bool pooled;  // to be handed back to free_node()
+};
+
+// At least `bytes` of storage aligned for any pointer-sized scalar (and for any scalar when not
+// pooled); throws std::bad_alloc on failure.
+NodeMemory allocate_node(std::size_t bytes);
 // Frees what allocate_node returned, on any thread.
-void free_node(void* memory) noexcept;
+void free_node(NodeMemory node) noexcept;
 
 // For fault-injection tests: after `successes` more node allocations on the calling thread, the
 // next one throws std::bad_alloc (once). -1 disarms it.

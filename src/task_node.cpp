@@ -29,8 +29,8 @@ struct alignas(64) WaitStripe {
   std::condition_variable settled;
 };
 constexpr std::size_t kStripes = 64;
-// Neighbouring nodes lie 64 bytes or more apart (a small capture's node fills a 64-byte chunk):
-// dividing the address by less would leave most stripes unused.
+// Neighbouring nodes lie 56 bytes or more apart (a small capture's node is a 56-byte pool cell):
+// dividing the address by much less would leave most stripes unused.
 constexpr std::size_t kNodeSpacing = 64;
 WaitStripe& stripe_for(const TaskNode* node) noexcept {
   static WaitStripe stripes[kStripes];
@@ -44,7 +44,8 @@ TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* own
   constexpr std::size_t kWord = alignof(void*);
   const std::size_t storage =
       std::max((task.ops_->size + kWord - 1) / kWord * kWord, sizeof(std::exception_ptr));
-  auto* node = ::new (allocate_node(sizeof(TaskNode) + storage)) TaskNode(deadline, owner);
+  const NodeMemory memory = allocate_node(sizeof(TaskNode) + storage);
+  auto* node = ::new (memory.memory) TaskNode(deadline, owner, memory.pooled);
   task.ops_->relocate(task.storage_, node->storage());
   node->ops_ = std::exchange(task.ops_, nullptr);
   return node;
@@ -58,8 +59,9 @@ void TaskNode::destroy() noexcept {
   } else if (state() == TaskState::finished) {
     stored_error().~exception_ptr();
   }
+  const bool pooled = (word_.load(std::memory_order_relaxed) & kPooled) != 0;
   this->~TaskNode();
-  free_node(this);
+  free_node({this, pooled});
 }
 
 std::exception_ptr TaskNode::error() const noexcept {
@@ -72,7 +74,7 @@ bool TaskNode::cancel() noexcept { return cancel_if(kStateMask, kWaiting); }
 
 bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
   const auto old = transition(mask, expected, [](std::uint32_t w) {
-    return (w & (kWaiter | kEpochMask)) | kCanceled;
+    return (w & kKeptOnSettle) | kCanceled;
   });
   if (!old) return false;
   // pending() drops before anyone is woken.
@@ -83,7 +85,7 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
 
 bool TaskNode::start(std::uint32_t mask, std::uint32_t expected) noexcept {
   return transition(mask, expected, [](std::uint32_t w) {
-           return (w & (kWaiter | kEpochMask)) | kRunning;
+           return (w & kKeptOnSettle) | kRunning;
          }).has_value();
 }
 

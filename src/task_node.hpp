@@ -14,6 +14,7 @@
 //   bit  4    kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
 //   bit  5    kInWheel:    the indicator linked it into the wheel (a hint for cancel(); cleared
 //                          by the transitions that take it out)
+//   bit  6    kPooled:     the node's memory is a node pool cell (fixed at creation)
 //   bits 8-31 epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                          a stopped timer can never start the task after another timer adopted it
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
@@ -51,8 +52,11 @@ class TaskNode {
   static constexpr std::uint32_t kDispatched = 1u << 3;
   static constexpr std::uint32_t kWaiter = 1u << 4;
   static constexpr std::uint32_t kInWheel = 1u << 5;
+  static constexpr std::uint32_t kPooled = 1u << 6;
   static constexpr std::uint32_t kEpochUnit = 1u << 8;
   static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
+  // What a task's start or cancel carries over into its new word.
+  static constexpr std::uint32_t kKeptOnSettle = kWaiter | kPooled | kEpochMask;
 
   // A new node holding the callable of `task` (which must not be empty), attached to `owner`, with
   // two references: the owner's and the caller's future. Throws std::bad_alloc, and then the
@@ -131,8 +135,8 @@ class TaskNode {
   TaskNode** pprev = nullptr;
 
  private:
-  TaskNode(Clock::time_point deadline, WheelCore* owner) noexcept
-      : word_(kAttached), refs_(2), owner_(owner), deadline_(deadline) {}
+  TaskNode(Clock::time_point deadline, WheelCore* owner, bool pooled) noexcept
+      : word_(kAttached | (pooled ? kPooled : 0)), refs_(2), owner_(owner), deadline_(deadline) {}
   ~TaskNode() = default;
 
   // The storage right after the header: the callable, then what it threw.

@@ -38,7 +38,9 @@ class DueQueueTest : public ::testing::Test {
     std::vector<TaskNode*> popped;
     while (TaskNode* node = due_.pop_due(now)) {
       EXPECT_LE(node->deadline(), now);
-      if (!popped.empty()) EXPECT_LE(popped.back()->deadline(), node->deadline());
+      if (!popped.empty()) {
+        EXPECT_LE(popped.back()->deadline(), node->deadline());
+      }
       popped.push_back(node);
     }
     return popped;
