@@ -17,7 +17,7 @@ constexpr auto kRunning = static_cast<std::uint32_t>(TaskState::running);
 constexpr auto kFinished = static_cast<std::uint32_t>(TaskState::finished);
 constexpr auto kCanceled = static_cast<std::uint32_t>(TaskState::canceled);
 
-bool is_settled(std::uint32_t word) noexcept {
+bool is_settled(std::uint64_t word) noexcept {
   const auto state = word & TaskNode::kStateMask;
   return state == kFinished || state == kCanceled;
 }
@@ -73,9 +73,12 @@ std::exception_ptr TaskNode::error() const noexcept {
 bool TaskNode::cancel() noexcept { return cancel_if(kStateMask, kWaiting); }
 
 bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
-  const auto old = transition(mask, expected, [](std::uint32_t w) {
-    return (w & kKeptOnSettle) | kCanceled;
-  });
+  // A node in the wheel goes into the owner's queue of nodes to unlink: the queue's reference is
+  // taken here, in the same step.
+  constexpr std::uint32_t kQueued = kAttached | kInWheel;
+  const auto old = transition(
+      mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
+      [](std::uint32_t w) { return std::uint64_t{(w & kQueued) == kQueued}; });
   if (!old) return false;
   // pending() drops before anyone is woken.
   if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);

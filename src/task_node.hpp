@@ -8,19 +8,22 @@
 // and been destroyed, the same bytes hold what it threw (an exception_ptr, null if nothing).
 //
 // State word (one atomic, so every transition is a single compare-and-swap any thread may make):
-//   bits 0-1  TaskState
-//   bit  2    kAttached:   counted in the owning timer's pending(); owner_ is that timer
-//   bit  3    kDispatched: handed to the executor under the epoch in bits 8-31
-//   bit  4    kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
-//   bit  5    kInWheel:    the indicator linked it into the wheel (a hint for cancel(); cleared
-//                          by the transitions that take it out)
-//   bit  6    kPooled:     the node's memory is a node pool cell (fixed at creation)
-//   bits 8-31 epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
-//                          a stopped timer can never start the task after another timer adopted it
+//   bits 0-1   TaskState
+//   bit  2     kAttached:   counted in the owning timer's pending(); owner_ is that timer
+//   bit  3     kDispatched: handed to the executor under the epoch in bits 8-31
+//   bit  4     kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
+//   bit  5     kInWheel:    the indicator linked it into the wheel (a hint for cancel(); cleared
+//                           by the transitions that take it out)
+//   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
+//   bits 8-31  epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
+//                           a stopped timer can never start the task after another timer adopted it
+//   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, and queue entries'.
+//                           In the same word so that cancel() takes the reference for the queue of
+//                           nodes to unlink in its transition, not with one more atomic step.
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
 // executor's refusal) is the one that lowers the owner's pending() count, so it drops exactly once.
 //
-// Threads: the state word and the reference count are atomic; the callable (ops_ and the storage)
+// Threads: the state word (with the reference count) is atomic; the callable (ops_ and the storage)
 // belongs to whoever won the transition out of WAITING; what it threw is read only once FINISHED is
 // observed; the wheel links belong to the owner's indicator thread (or to stop() once the
 // indicator has exited).
@@ -65,11 +68,12 @@ class TaskNode {
   TaskNode(const TaskNode&) = delete;
   TaskNode& operator=(const TaskNode&) = delete;
 
-  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void retain() noexcept { word_.fetch_add(kReference, std::memory_order_relaxed); }
   // Drops `count` references at once; the last one destroys and frees the node.
   void release(std::uint32_t count = 1) noexcept {
     // acq_rel: the last owner must see every other owner's writes before destroying.
-    if (refs_.fetch_sub(count, std::memory_order_acq_rel) == count) destroy();
+    const std::uint64_t old = word_.fetch_sub(count * kReference, std::memory_order_acq_rel);
+    if (old / kReference == count) destroy();
   }
 
   TaskState state() const noexcept {
@@ -82,7 +86,8 @@ class TaskNode {
   // --- Transitions. Each returns whether this call made it. ---
 
   // WAITING -> CANCELED from any thread. Lowers the owner's pending() and queues the node for
-  // unlinking if attached, then destroys the captures and wakes waiters.
+  // unlinking if attached (with a reference taken in the same step if it was in the wheel), then
+  // destroys the captures and wakes waiters.
   bool cancel() noexcept;
   // WAITING, attached, not dispatched -> RUNNING (the indicator running it inline).
   bool start_attached() noexcept;
@@ -135,8 +140,13 @@ class TaskNode {
   TaskNode** pprev = nullptr;
 
  private:
+  static constexpr std::uint64_t kReference = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t kStateBits = kReference - 1;
+
   TaskNode(Clock::time_point deadline, WheelCore* owner, bool pooled) noexcept
-      : word_(kAttached | (pooled ? kPooled : 0)), refs_(2), owner_(owner), deadline_(deadline) {}
+      : word_(2 * kReference | kAttached | (pooled ? kPooled : 0)),
+        owner_(owner),
+        deadline_(deadline) {}
   ~TaskNode() = default;
 
   // The storage right after the header: the callable, then what it threw.
@@ -148,17 +158,26 @@ class TaskNode {
   // The last reference: destroys whatever the storage holds, then frees the node.
   void destroy() noexcept;
 
-  // The compare-and-swap loop behind every transition: succeeds when `(word & mask) == expected`,
-  // replacing the word with `next(word)`; returns the word it replaced.
+  // The compare-and-swap loop behind every transition: succeeds when the state bits match
+  // `expected` under `mask`, replacing them with `next(state bits)` and adding
+  // `references(state bits)` references; returns the state bits it replaced.
+  template <class Next, class References>
+  std::optional<std::uint32_t> transition(std::uint32_t mask, std::uint32_t expected, Next next,
+                                          References references) noexcept {
+    std::uint64_t current = word_.load(std::memory_order_acquire);
+    std::uint32_t bits = 0;
+    do {
+      bits = static_cast<std::uint32_t>(current);
+      if ((bits & mask) != expected) return std::nullopt;
+    } while (!word_.compare_exchange_weak(
+        current, (current & ~kStateBits) + references(bits) * kReference + next(bits),
+        std::memory_order_acq_rel, std::memory_order_acquire));
+    return bits;
+  }
   template <class Next>
   std::optional<std::uint32_t> transition(std::uint32_t mask, std::uint32_t expected,
                                           Next next) noexcept {
-    std::uint32_t current = word_.load(std::memory_order_acquire);
-    do {
-      if ((current & mask) != expected) return std::nullopt;
-    } while (!word_.compare_exchange_weak(current, next(current), std::memory_order_acq_rel,
-                                          std::memory_order_acquire));
-    return current;
+    return transition(mask, expected, next, [](std::uint32_t) { return std::uint64_t{0}; });
   }
   bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
   bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
@@ -167,8 +186,7 @@ class TaskNode {
   void finish() noexcept;
   void wake_waiters() const noexcept;
 
-  mutable std::atomic<std::uint32_t> word_;
-  std::atomic<std::uint32_t> refs_;
+  mutable std::atomic<std::uint64_t> word_;
   WheelCore* owner_;
   const Clock::time_point deadline_;
   const Task::Ops* ops_ = nullptr;  // the callable's operations; null once it is destroyed

@@ -276,13 +276,11 @@ void WheelCore::after_push(Clock::time_point deadline, bool housekeeping) noexce
 }
 
 void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
-  // A node already in the wheel is queued so the indicator unlinks it when it next wakes instead of
-  // at its deadline; one still in the inbound queue is dropped when the indicator pops it. If the
-  // queue cannot grow, the node is still dropped when its slot expires or at stop().
-  if (in_wheel) {
-    node->retain();
-    if (!canceled_.enqueue(node)) node->release();
-  }
+  // A node already in the wheel is queued, with the reference cancel() took for it, so the
+  // indicator unlinks it when it next wakes instead of at its deadline; one still in the inbound
+  // queue is dropped when the indicator pops it. If the queue cannot grow, the node is still
+  // dropped when its slot expires or at stop().
+  if (in_wheel && !canceled_.enqueue(node)) node->release();
   settled_one();  // last touch of this timer: stop() waits for pending() to reach zero
 }
 

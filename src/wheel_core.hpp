@@ -68,7 +68,8 @@ class WheelCore {
   static constexpr std::size_t kHousekeepingPushes = 16384;
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
-  // a node attached here; `in_wheel` if the indicator had linked it into the wheel.
+  // a node attached here; `in_wheel` if the indicator had linked it into the wheel, and then with
+  // a reference for the queue of nodes to unlink.
   void on_canceled(TaskNode* node, bool in_wheel) noexcept;
 
  private:
