@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <new>
+#include <utility>
 
 namespace wheeltimer::detail {
 namespace {
@@ -24,8 +26,17 @@ DueQueue::DueQueue(const Wheel& wheel, std::uint64_t window)
       buckets_(static_cast<std::size_t>(
           std::bit_ceil(std::clamp(2 * window + 2, kMinBuckets, kMaxBuckets)))) {}
 
-void DueQueue::push(TaskNode* node) {
-  const Due due{node->deadline(), node};
+void DueQueue::push(TaskNode* node) noexcept {
+  try {
+    place(Due{node->deadline(), node});
+  } catch (const std::bad_alloc&) {
+    node->next = overflow_;
+    overflow_ = node;
+    ++overflowed_;
+  }
+}
+
+void DueQueue::place(const Due& due) {
   const std::uint64_t tick = wheel_.tick_of(due.deadline);
   if (bucketed_ == 0 && tick != Wheel::kNever && tick > current_ + 1) {
     // Every bucket is empty (the current one holds only taken entries): move the window up.
@@ -43,6 +54,34 @@ void DueQueue::push(TaskNode* node) {
   std::push_heap(heap_.begin(), heap_.end(), later);
 }
 
+void DueQueue::reabsorb() noexcept {
+  while (overflow_ != nullptr) {
+    try {
+      place(Due{overflow_->deadline(), overflow_});
+    } catch (const std::bad_alloc&) {
+      return;
+    }
+    unlink_overflow(&overflow_);
+  }
+}
+
+TaskNode* DueQueue::unlink_overflow(TaskNode** link) noexcept {
+  TaskNode* node = *link;
+  *link = std::exchange(node->next, nullptr);
+  --overflowed_;
+  return node;
+}
+
+TaskNode* DueQueue::pop_overflow(Clock::time_point now, Clock::time_point rival) noexcept {
+  TaskNode** earliest = &overflow_;
+  for (TaskNode** link = &overflow_; *link != nullptr; link = &(*link)->next) {
+    if ((*link)->deadline() < (*earliest)->deadline()) earliest = link;
+  }
+  const Clock::time_point deadline = (*earliest)->deadline();
+  if (deadline > now || deadline > rival) return nullptr;
+  return unlink_overflow(earliest);
+}
+
 void DueQueue::settle() {
   std::vector<Due>& bucket = buckets_[index(current_)];
   if (cursor_ < bucket.size() || bucketed_ == 0) return;
@@ -56,15 +95,27 @@ void DueQueue::settle() {
 }
 
 Clock::time_point DueQueue::earliest() {
+  if (overflow_ != nullptr) [[unlikely]] reabsorb();
   settle();
   Clock::time_point first = Clock::time_point::max();
   const std::vector<Due>& bucket = buckets_[index(current_)];
   if (cursor_ < bucket.size()) first = bucket[cursor_].deadline;
   if (!heap_.empty()) first = std::min(first, heap_.front().deadline);
+  for (const TaskNode* node = overflow_; node != nullptr; node = node->next) {
+    first = std::min(first, node->deadline());
+  }
   return first;
 }
 
 TaskNode* DueQueue::pop_due(Clock::time_point now) {
+  if (overflow_ != nullptr) [[unlikely]] {
+    reabsorb();
+    // Still short of memory: the overflowed nodes compete with the rest by deadline.
+    if (overflow_ != nullptr) {
+      const Clock::time_point rest = earliest();
+      if (TaskNode* node = pop_overflow(now, rest)) return node;
+    }
+  }
   settle();
   std::vector<Due>& bucket = buckets_[index(current_)];
   const bool from_bucket = cursor_ < bucket.size() &&

@@ -64,8 +64,8 @@ bool Wheel::insert(TaskNode* node) noexcept {
 void Wheel::queue_cascade(std::size_t level, std::uint64_t start) {
   const std::size_t slot = digit(level, start);
   if ((occupied_upper_[level] & (std::uint64_t{1} << slot)) == 0) return;
+  Cascade& cascade = cascades_.emplace_back();  // first: if it throws, the slot is as it was
   occupied_upper_[level] &= ~(std::uint64_t{1} << slot);
-  Cascade& cascade = cascades_.emplace_back();
   cascade.start = start;
   TaskNode** heads = &upper_[slot_index(level, slot)];
   for (std::size_t chain = 0; chain < kChains; ++chain) {

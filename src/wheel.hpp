@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <new>
 #include <memory>
 
 #include <wheeltimer/clock.hpp>
@@ -66,13 +67,23 @@ class Wheel {
 
   // Moves the current tick forward to `tick`: every level-0 node whose tick is at or before
   // `tick` is unlinked and passed to `take`; every upper slot reached is queued for cascading.
+  // Throws std::bad_alloc when a cascade cannot be queued: the wheel is then at the tick before the
+  // event that failed, with every node still held, and a later call resumes from there.
   template <class Take>
   void advance_to(std::uint64_t tick, Take&& take) {
     for (std::uint64_t event = next_event(); event <= tick; event = next_event()) {
+      const std::uint64_t before = now_;
       now_ = event;
-      for (std::size_t level = levels_; level >= 1; --level) {
-        if ((event & (span(level) - 1)) != 0) continue;  // not the start of a slot on this level
-        queue_cascade(level, event);
+      try {
+        for (std::size_t level = levels_; level >= 1; --level) {
+          if ((event & (span(level) - 1)) != 0) continue;  // not the start of a slot on this level
+          queue_cascade(level, event);
+        }
+      } catch (const std::bad_alloc&) {
+        // No memory to queue a cascade: back to before this event, so the next call finds it
+        // again (the cascades queued meanwhile emptied their slots, which are not queued twice).
+        now_ = before;
+        throw;
       }
       take_slot(static_cast<std::size_t>(event & mask_), take);
     }

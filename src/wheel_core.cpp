@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -46,6 +47,8 @@ constexpr std::size_t kCascadeChunk = 4096;
 // through in chunks, is done before anything in it is due.
 constexpr Clock::duration kLookahead = std::chrono::milliseconds(64);
 constexpr std::size_t kMinPrune = 1024;
+// How long the indicator waits before trying again when it found no memory for its own work.
+constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
 
 // The timer whose task (or on_error) this thread is running, so stop() can refuse to wait for
 // itself.
@@ -298,7 +301,15 @@ void WheelCore::run_indicator() {
     // is worked through in chunks below; only a cascade whose tasks are due now is finished here.
     const std::uint64_t tick = wheel_.tick_of(now);
     if (tick != Wheel::kNever) {
-      wheel_.advance_to(saturating_tick_add(tick, lookahead_ticks_), to_due);
+      try {
+        wheel_.advance_to(saturating_tick_add(tick, lookahead_ticks_), to_due);
+      } catch (const std::bad_alloc&) {
+        // Out of memory for the cascade queue: every task is still held. Start what is due and
+        // try again a tick later (or when woken).
+        fire_due(now);
+        if (!time_->sleep_until(now + kOutOfMemoryRetry)) return;
+        continue;
+      }
       wheel_.finish_cascades_by(tick + 1, to_due);
     }
     fire_due(now);
@@ -397,17 +408,28 @@ void WheelCore::dispatch(TaskNode* node) {
     node->release();
     return;
   }
-  dispatched_.push_back(node);  // keeps the wheel's reference, so stop() can find it
+  try {
+    dispatched_.push_back(node);  // keeps the wheel's reference, so stop() can find it
+  } catch (const std::bad_alloc&) {
+    // No room to track it until it starts: refused, as if by the executor.
+    refuse(node, *epoch, std::current_exception());
+    node->release();
+    return;
+  }
   try {
     options_.executor->execute(ExecutorWork(this, node, *epoch));
   } catch (...) {
-    // The executor refused the work: on_error is told, then the task is canceled (it never ran).
-    // on_error runs as the timer's own code here, so stop() from it is refused like from a task.
-    const WheelCore* outer = std::exchange(running_in, this);
-    report(std::current_exception());
-    running_in = outer;
-    node->refuse(*epoch);
+    refuse(node, *epoch, std::current_exception());
   }
+}
+
+void WheelCore::refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr why) noexcept {
+  // on_error is told, then the task is canceled (it never ran). on_error runs as the timer's own
+  // code here, so stop() from it is refused like from a task.
+  const WheelCore* outer = std::exchange(running_in, this);
+  report(std::move(why));
+  running_in = outer;
+  node->refuse(epoch);
 }
 
 void WheelCore::run_started(TaskNode* node) noexcept {

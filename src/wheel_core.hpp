@@ -96,6 +96,9 @@ class WheelCore {
   Clock::time_point next_wake();
   static std::uint64_t saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept;
   void dispatch(TaskNode* node);
+  // The executor's refusal of a dispatched node (or no memory to track it): `why` goes to
+  // on_error, and the task is canceled.
+  void refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr why) noexcept;
   void run_started(TaskNode* node) noexcept;
   void report(std::exception_ptr error) const noexcept;
   void release_executor() noexcept;

@@ -1,0 +1,147 @@
+// Running out of memory on the indicator's side: the due queue and the wheel's cascade queue, the
+// two structures the indicator grows while it works, keep every task and fire none early when an
+// allocation fails, and carry on once memory is back.
+//
+// This binary replaces the global operator new, so a test can make every allocation of its own
+// thread fail for a while.
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "due_queue.hpp"
+#include "task_node.hpp"
+#include "wheel.hpp"
+
+namespace {
+thread_local bool out_of_memory = false;
+}  // namespace
+
+// GCC cannot see that these two pair with each other (malloc and free underneath).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t bytes) {
+  if (out_of_memory) throw std::bad_alloc();
+  if (void* memory = std::malloc(bytes == 0 ? 1 : bytes)) return memory;
+  throw std::bad_alloc();
+}
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+
+namespace wheeltimer::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kTick = 1ms;
+
+// Every allocation on this thread fails while one of these lives.
+struct OutOfMemory {
+  OutOfMemory() { out_of_memory = true; }
+  ~OutOfMemory() { out_of_memory = false; }
+};
+
+class AllocationFailureTest : public ::testing::Test {
+ protected:
+  ~AllocationFailureTest() override {
+    for (TaskNode* node : nodes_) node->release(2);  // the structure's (lent) and the creator's
+  }
+
+  TaskNode* node_at(Clock::duration offset) {
+    TaskNode* node = TaskNode::create([] {}, start_ + offset, nullptr);
+    nodes_.push_back(node);
+    return node;
+  }
+
+  const Clock::time_point start_ = Clock::now();
+  std::vector<TaskNode*> nodes_;
+};
+
+TEST_F(AllocationFailureTest, DueQueueKeepsWhatItCannotStoreAndHandsItOutInOrder) {
+  Wheel wheel(8, start_, kTick);
+  DueQueue due(wheel, 4);
+  TaskNode* at5 = node_at(5ms);
+  TaskNode* at1 = node_at(1ms);
+  TaskNode* at3 = node_at(3ms);
+  TaskNode* at2_5 = node_at(2500us);
+  TaskNode* at40 = node_at(40ms);
+  TaskNode* at0 = node_at(0ms);
+  TaskNode* at2_8 = node_at(2800us);
+  {
+    const OutOfMemory no_memory;
+    for (TaskNode* node : {at5, at1, at3, at2_5, at40, at0}) due.push(node);
+    EXPECT_EQ(due.size(), 6u);
+    EXPECT_EQ(due.earliest(), at0->deadline());
+    // Still no memory: they come out of the overflow list, in order, only once due.
+    EXPECT_EQ(due.pop_due(start_ + 2600us), at0);
+    EXPECT_EQ(due.pop_due(start_ + 2600us), at1);
+    EXPECT_EQ(due.pop_due(start_ + 2600us), at2_5);
+    EXPECT_EQ(due.pop_due(start_ + 2600us), nullptr);
+    EXPECT_EQ(due.earliest(), at3->deadline());
+  }
+  // Memory is back: the rest goes into the buckets and heap, merged with what comes next.
+  due.push(at2_8);
+  EXPECT_EQ(due.size(), 4u);
+  std::vector<TaskNode*> popped;
+  while (TaskNode* node = due.pop_due(start_ + 10ms)) popped.push_back(node);
+  EXPECT_EQ(popped, (std::vector<TaskNode*>{at2_8, at3, at5}));
+  std::vector<TaskNode*> drained;
+  due.drain([&](TaskNode* node) { drained.push_back(node); });
+  EXPECT_EQ(drained, (std::vector<TaskNode*>{at40}));
+  EXPECT_EQ(due.size(), 0u);
+}
+
+TEST_F(AllocationFailureTest, DueQueueDrainsWhatOverflowed) {
+  Wheel wheel(8, start_, kTick);
+  DueQueue due(wheel, 4);
+  due.push(node_at(2ms));
+  TaskNode* at1 = node_at(1ms);
+  TaskNode* at9 = node_at(9ms);
+  {
+    const OutOfMemory no_memory;
+    due.push(at1);
+    due.push(at9);
+  }
+  std::vector<TaskNode*> drained;
+  due.drain([&](TaskNode* node) { drained.push_back(node); });
+  EXPECT_EQ(std::set<TaskNode*>(drained.begin(), drained.end()),
+            std::set<TaskNode*>(nodes_.begin(), nodes_.end()));
+  EXPECT_EQ(drained.size(), 3u);
+  EXPECT_EQ(due.size(), 0u);
+}
+
+// Level-1 slots of an 8-slot wheel span 8 ticks: one node in each of 30 of them makes advancing
+// queue 30 cascades, more than the cascade queue holds without growing.
+TEST_F(AllocationFailureTest, WheelResumesACascadeItHadNoMemoryToQueue) {
+  constexpr int kNodes = 30;
+  Wheel wheel(8, start_, kTick);
+  for (int k = 1; k <= kNodes; ++k) ASSERT_TRUE(wheel.insert(node_at(kTick * (8 * k + 3))));
+  std::vector<TaskNode*> taken;
+  taken.reserve(kNodes);
+  const auto take = [&](TaskNode* node) {
+    EXPECT_GE(wheel.now_tick(), wheel.tick_of(node->deadline())) << "taken early";
+    taken.push_back(node);
+  };
+  constexpr std::uint64_t kEnd = 8 * kNodes + 8;
+  {
+    const OutOfMemory no_memory;
+    EXPECT_THROW(wheel.advance_to(kEnd, take), std::bad_alloc);
+  }
+  EXPECT_EQ(wheel.size() + taken.size(), static_cast<std::size_t>(kNodes));
+  // Memory is back: cascades move nodes down to level 0, then advancing takes them.
+  for (int round = 0; round < 3; ++round) {
+    wheel.advance_to(kEnd, take);
+    wheel.finish_cascades_by(kEnd, take);
+  }
+  EXPECT_EQ(std::set<TaskNode*>(taken.begin(), taken.end()),
+            std::set<TaskNode*>(nodes_.begin(), nodes_.end()));
+  EXPECT_EQ(taken.size(), static_cast<std::size_t>(kNodes));
+  EXPECT_EQ(wheel.size(), 0u);
+}
+
+}  // namespace
+}  // namespace wheeltimer::detail
