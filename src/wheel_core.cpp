@@ -305,7 +305,7 @@ void WheelCore::run_indicator() {
         wheel_.advance_to(saturating_tick_add(tick, lookahead_ticks_), to_due);
       } catch (const std::bad_alloc&) {
         // Out of memory for the cascade queue: every task is still held. Start what is due and
-        // try again a tick later (or when woken).
+        // try again shortly (or when woken).
         fire_due(now);
         if (!time_->sleep_until(now + kOutOfMemoryRetry)) return;
         continue;
