@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "due_queue.hpp"
+#include "lent_nodes.hpp"
 #include "task_node.hpp"
 #include "wheel.hpp"
 
@@ -47,18 +48,10 @@ struct OutOfMemory {
 
 class AllocationFailureTest : public ::testing::Test {
  protected:
-  ~AllocationFailureTest() override {
-    for (TaskNode* node : nodes_) node->release(2);  // the structure's (lent) and the creator's
-  }
-
-  TaskNode* node_at(Clock::duration offset) {
-    TaskNode* node = TaskNode::create([] {}, start_ + offset, nullptr);
-    nodes_.push_back(node);
-    return node;
-  }
+  TaskNode* node_at(Clock::duration offset) { return nodes_.at(offset); }
 
   const Clock::time_point start_ = Clock::now();
-  std::vector<TaskNode*> nodes_;
+  LentNodes nodes_{start_};
 };
 
 TEST_F(AllocationFailureTest, DueQueueKeepsWhatItCannotStoreAndHandsItOutInOrder) {
@@ -109,7 +102,7 @@ TEST_F(AllocationFailureTest, DueQueueDrainsWhatOverflowed) {
   std::vector<TaskNode*> drained;
   due.drain([&](TaskNode* node) { drained.push_back(node); });
   EXPECT_EQ(std::set<TaskNode*>(drained.begin(), drained.end()),
-            std::set<TaskNode*>(nodes_.begin(), nodes_.end()));
+            std::set<TaskNode*>(nodes_.all().begin(), nodes_.all().end()));
   EXPECT_EQ(drained.size(), 3u);
   EXPECT_EQ(due.size(), 0u);
 }
@@ -138,7 +131,7 @@ TEST_F(AllocationFailureTest, WheelResumesACascadeItHadNoMemoryToQueue) {
     wheel.finish_cascades_by(kEnd, take);
   }
   EXPECT_EQ(std::set<TaskNode*>(taken.begin(), taken.end()),
-            std::set<TaskNode*>(nodes_.begin(), nodes_.end()));
+            std::set<TaskNode*>(nodes_.all().begin(), nodes_.all().end()));
   EXPECT_EQ(taken.size(), static_cast<std::size_t>(kNodes));
   EXPECT_EQ(wheel.size(), 0u);
 }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "due_queue.hpp"
+#include "lent_nodes.hpp"
 #include "task_node.hpp"
 #include "wheel.hpp"
 
@@ -23,15 +24,7 @@ constexpr std::uint64_t kWindow = 4;  // 16 buckets
 
 class DueQueueTest : public ::testing::Test {
  protected:
-  ~DueQueueTest() override {
-    for (TaskNode* node : nodes_) node->release(2);  // the queue's (lent) and the creator's
-  }
-
-  TaskNode* node_at(Clock::duration offset) {
-    TaskNode* node = TaskNode::create([] {}, start_ + offset, nullptr);
-    nodes_.push_back(node);
-    return node;
-  }
+  TaskNode* node_at(Clock::duration offset) { return nodes_.at(offset); }
 
   // Pops everything due by `now`, checking order and "never early" on the way.
   std::vector<TaskNode*> pop_all(Clock::time_point now) {
@@ -47,9 +40,9 @@ class DueQueueTest : public ::testing::Test {
   }
 
   const Clock::time_point start_ = Clock::now();
+  LentNodes nodes_{start_};
   Wheel wheel_{8, start_, kTick};
   DueQueue due_{wheel_, kWindow};
-  std::vector<TaskNode*> nodes_;
 };
 
 TEST_F(DueQueueTest, BucketsAndHeapMergeInDeadlineOrder) {
@@ -67,7 +60,7 @@ TEST_F(DueQueueTest, BucketsAndHeapMergeInDeadlineOrder) {
       for (TaskNode* node : pop_all(now)) popped.push_back(node);
       // What is left: its earliest is what the queue reports, and it is later than now.
       Clock::time_point earliest = Clock::time_point::max();
-      for (TaskNode* node : nodes_) {
+      for (TaskNode* node : nodes_.all()) {
         if (std::find(popped.begin(), popped.end(), node) == popped.end()) {
           earliest = std::min(earliest, node->deadline());
         }
