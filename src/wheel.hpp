@@ -29,8 +29,8 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
-#include <new>
 #include <memory>
+#include <new>
 
 #include <wheeltimer/clock.hpp>
 
