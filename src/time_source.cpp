@@ -1,13 +1,19 @@
 #include "time_source.hpp"
 
+#include <algorithm>
+
 namespace wheeltimer::detail {
 
 bool SteadyTimeSource::sleep_until(Clock::time_point due) {
+  // See "Coalescing" in the header; a sleep for good has nothing to coalesce.
+  if (due != Clock::time_point::max()) due = std::max(due, last_end_ + coalescing_);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!interrupted_) {
     // Both checked here, never trusted from the wait's result (spurious wake-ups).
-    if (woken_ || Clock::now() >= due) {
+    const Clock::time_point now = Clock::now();
+    if (woken_ || now >= due) {
       woken_ = false;
+      last_end_ = now;
       return true;
     }
     if (due == Clock::time_point::max()) {

@@ -47,6 +47,11 @@ constexpr std::size_t kCascadeChunk = 4096;
 // through in chunks, is done before anything in it is due.
 constexpr Clock::duration kLookahead = std::chrono::milliseconds(64);
 constexpr std::size_t kMinPrune = 1024;
+// The real clock's sleeps end no sooner than tick / kCoalescingPerTick after the last one: a task
+// in a dense stream starts at most that much (plus the OS's wake-up latency) late. Measured with
+// `wheeltimer-bench fire` (1,000,000 over 1 s, 1 ms tick): a tenth of a tick halves the wake-ups
+// and keeps the median lateness well inside the tick.
+constexpr int kCoalescingPerTick = 10;
 // How long the indicator waits before trying again when it found no memory for its own work.
 constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
 
@@ -101,7 +106,8 @@ class WheelCore::ExecutorWork {
 
 WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
     : options_(validated(std::move(options))),
-      time_(std::move(time)),
+      time_(time ? std::move(time)
+                 : std::make_unique<SteadyTimeSource>(options_.tick / kCoalescingPerTick)),
       start_(time_->now()),
       lookahead_ticks_(std::max<std::uint64_t>(
           1, static_cast<std::uint64_t>(kLookahead / options_.tick))),

@@ -1,0 +1,50 @@
+// Tests for SteadyTimeSource, the real clock a timer's indicator sleeps on: its sleeps end by the
+// time (never early, and never sooner than the coalescing interval after the last one), by wake(),
+// or by interrupt().
+#include <chrono>
+
+#include <gtest/gtest.h>
+
+#include "time_source.hpp"
+
+using namespace std::chrono_literals;
+using wheeltimer::Clock;
+using wheeltimer::detail::SteadyTimeSource;
+
+namespace {
+
+TEST(SteadyTimeSource, SleepEndsNoSoonerThanItsDeadline) {
+  SteadyTimeSource source;
+  const Clock::time_point due = Clock::now() + 2ms;
+  ASSERT_TRUE(source.sleep_until(due));
+  EXPECT_GE(Clock::now(), due);
+}
+
+TEST(SteadyTimeSource, SleepsEndAtLeastTheCoalescingIntervalApart) {
+  constexpr auto kCoalescing = 3ms;
+  SteadyTimeSource source(kCoalescing);
+  // Read before the first sleep ends, so it is at or before that end.
+  const Clock::time_point before = Clock::now();
+  ASSERT_TRUE(source.sleep_until(before));  // the first sleep has nothing to keep apart from
+  for (int i = 1; i <= 3; ++i) {
+    // Due already: without coalescing each would return at once.
+    ASSERT_TRUE(source.sleep_until(Clock::now()));
+    EXPECT_GE(Clock::now() - before, i * kCoalescing) << "sleep " << i;
+  }
+}
+
+TEST(SteadyTimeSource, WakeEndsACoalescedSleep) {
+  SteadyTimeSource source(std::chrono::hours(1));
+  ASSERT_TRUE(source.sleep_until(Clock::now()));
+  source.wake();  // a wake() before the call ends it at once; without it this waits an hour
+  EXPECT_TRUE(source.sleep_until(Clock::now()));
+}
+
+TEST(SteadyTimeSource, InterruptEndsACoalescedSleep) {
+  SteadyTimeSource source(std::chrono::hours(1));
+  ASSERT_TRUE(source.sleep_until(Clock::now()));
+  source.interrupt();
+  EXPECT_FALSE(source.sleep_until(Clock::now()));
+}
+
+}  // namespace
