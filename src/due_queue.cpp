@@ -123,7 +123,7 @@ TaskNode* DueQueue::pop_due(Clock::time_point now) {
   if (from_bucket) {
     if (bucket[cursor_].deadline > now) return nullptr;
     if (cursor_ + kPrefetchDistance < bucket.size()) {
-      __builtin_prefetch(bucket[cursor_ + kPrefetchDistance].node, 1);
+      bucket[cursor_ + kPrefetchDistance].node->prefetch_for_start();
     }
     --bucketed_;
     return bucket[cursor_++].node;
@@ -132,7 +132,7 @@ TaskNode* DueQueue::pop_due(Clock::time_point now) {
   std::pop_heap(heap_.begin(), heap_.end(), later);
   TaskNode* node = heap_.back().node;
   heap_.pop_back();
-  if (!heap_.empty()) __builtin_prefetch(heap_.front().node, 1);
+  if (!heap_.empty()) heap_.front().node->prefetch_for_start();
   return node;
 }
 
