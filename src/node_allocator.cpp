@@ -53,7 +53,7 @@ NodeMemory allocate_node(std::size_t bytes) {
     throw std::bad_alloc();
   }
 #ifndef WHEELTIMER_NO_NODE_POOL
-  if (bytes <= node_pool::kCellSize) return {node_pool::allocate(), true};
+  if (bytes <= node_pool::kMaxCellSize) return {node_pool::allocate(bytes), true};
 #endif
 #ifdef WHEELTIMER_NODE_TBBMALLOC
   void* memory = scalable_malloc(bytes);

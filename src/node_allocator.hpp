@@ -1,7 +1,7 @@
 // Where task nodes live. A node is allocated on the thread that schedules it and usually freed on
-// the indicator thread. Nodes of up to node_pool::kCellSize bytes (a capture of a pointer) come
-// from the node pool (node_pool.hpp), which serves exactly that size and hands freed cells between
-// threads in batches. Larger ones come from oneTBB's scalable allocator, which handles the
+// the indicator thread. Nodes of up to node_pool::kMaxCellSize bytes (captures of up to 80 bytes)
+// come from the node pool (node_pool.hpp), which serves exactly their size and hands freed cells
+// between threads in batches. Larger ones come from oneTBB's scalable allocator, which handles the
 // cross-thread pattern without the consolidation glibc's malloc does (perf: ~21% of firing CPU in
 // malloc_consolidate, unlink_chunk and free); plain malloc without oneTBB.
 // Under AddressSanitizer every node is its own malloc block, so a node's use after free is caught

@@ -1,6 +1,7 @@
 #include "node_pool.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -9,18 +10,48 @@
 namespace wheeltimer::detail::node_pool {
 namespace {
 
+constexpr std::size_t kWord = alignof(void*);
+constexpr std::size_t kSizes = (kMaxCellSize - kMinCellSize) / kWord + 1;
+static_assert(kMinCellSize % kWord == 0 && kMaxCellSize % kWord == 0);
+
+std::size_t size_index(std::size_t bytes) noexcept {
+  return (std::max(bytes, kMinCellSize) - kMinCellSize + kWord - 1) / kWord;
+}
+constexpr std::size_t size_of_index(std::size_t index) noexcept {
+  return kMinCellSize + index * kWord;
+}
+
 // A free cell. The first cell of a batch also links the batch into the depot and knows its size.
 struct Cell {
   Cell* next;
   Cell* next_batch;
   std::size_t batch_size;
 };
-static_assert(sizeof(Cell) <= kCellSize && kCellSize % alignof(void*) == 0);
+static_assert(sizeof(Cell) <= kMinCellSize);
 
-constexpr std::size_t kCellsPerChunk = 4681;  // 256 KiB of cells
+// Chunks are kChunkBytes long and aligned to that, so a cell finds its chunk's header by masking
+// its address. The header takes the first kHeaderBytes; cells follow.
+constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
+constexpr std::size_t kHeaderBytes = 64;
+struct ChunkHeader {
+  std::size_t size_index;
+};
+static_assert(sizeof(ChunkHeader) <= kHeaderBytes);
 
+const ChunkHeader& chunk_of(const void* cell) noexcept {
+  return *reinterpret_cast<const ChunkHeader*>(reinterpret_cast<std::uintptr_t>(cell) &
+                                               ~(std::uintptr_t{kChunkBytes} - 1));
+}
+
+// Where the cells of one size go when no thread keeps them.
 class Depot {
  public:
+  explicit Depot(std::size_t index)
+      : index_(index),
+        cell_size_(size_of_index(index)),
+        cells_per_chunk_((kChunkBytes - kHeaderBytes) / cell_size_),
+        carved_in_chunk_(cells_per_chunk_) {}
+
   // A list of cells, up to kBatch of them, and how many it holds.
   Cell* take(std::size_t& count) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -30,16 +61,18 @@ class Depot {
       held_ -= count;
       return batch;
     }
-    if (carved_in_chunk_ == kCellsPerChunk) {
+    if (carved_in_chunk_ == cells_per_chunk_) {
       // Never freed: cells of a chunk are handed around for the life of the process.
-      chunk_ = static_cast<char*>(std::malloc(kCellsPerChunk * kCellSize));
+      chunk_ = static_cast<char*>(std::aligned_alloc(kChunkBytes, kChunkBytes));
       if (chunk_ == nullptr) throw std::bad_alloc();
+      ::new (chunk_) ChunkHeader{index_};
       carved_in_chunk_ = 0;
     }
-    count = std::min(kBatch, kCellsPerChunk - carved_in_chunk_);
+    count = std::min(kBatch, cells_per_chunk_ - carved_in_chunk_);
     Cell* head = nullptr;
     for (std::size_t i = count; i-- > 0;) {
-      auto* cell = reinterpret_cast<Cell*>(chunk_ + (carved_in_chunk_ + i) * kCellSize);
+      auto* cell =
+          reinterpret_cast<Cell*>(chunk_ + kHeaderBytes + (carved_in_chunk_ + i) * cell_size_);
       cell->next = head;
       head = cell;
     }
@@ -66,45 +99,46 @@ class Depot {
   }
 
  private:
+  const std::size_t index_;
+  const std::size_t cell_size_;
+  const std::size_t cells_per_chunk_;
   std::mutex mutex_;
   Cell* full_ = nullptr;  // batches given back
   std::size_t held_ = 0;  // cells in them
   char* chunk_ = nullptr;
-  std::size_t carved_in_chunk_ = kCellsPerChunk;
+  std::size_t carved_in_chunk_;
   std::size_t carved_total_ = 0;
 };
 
-// Never destroyed: threads may free nodes into it until the very end of the process.
-Depot& depot() {
-  static Depot* const instance = new Depot;
-  return *instance;
+// Never destroyed: threads may free nodes into them until the very end of the process.
+Depot& depot(std::size_t index) {
+  static Depot* const* const instances = [] {
+    auto** depots = new Depot*[kSizes];
+    for (std::size_t i = 0; i < kSizes; ++i) depots[i] = new Depot(i);
+    return depots;
+  }();
+  return *instances[index];
 }
 
-// One thread's cells: `active` to allocate from and free to, and a full `spare`.
+// One thread's cells of one size: `active` to allocate from and free to, and a full `spare`.
 class ThreadCache {
  public:
-  ~ThreadCache() {
-    if (active_ != nullptr) depot().give(active_, active_count_);
-    if (spare_ != nullptr) depot().give(spare_, kBatch);
-    destroyed_ = true;
-  }
-
-  void* allocate() {
+  void* allocate(Depot& depot) {
     if (active_count_ == 0) {
       if (spare_ != nullptr) {
         active_ = std::exchange(spare_, nullptr);
         active_count_ = kBatch;
       } else {
-        active_ = depot().take(active_count_);
+        active_ = depot.take(active_count_);
       }
     }
     --active_count_;
     return std::exchange(active_, active_->next);
   }
 
-  void free(Cell* cell) noexcept {
+  void free(Cell* cell, Depot& depot) noexcept {
     if (active_count_ == kBatch) {
-      if (spare_ != nullptr) depot().give(spare_, kBatch);
+      if (spare_ != nullptr) depot.give(spare_, kBatch);
       spare_ = std::exchange(active_, nullptr);
       active_count_ = 0;
     }
@@ -113,9 +147,11 @@ class ThreadCache {
     ++active_count_;
   }
 
-  // Set once this thread's cache is gone (a node freed by a thread_local or static destroyed
-  // after it): such a thread then trades single cells with the depot.
-  static thread_local bool destroyed_;
+  void give_back(Depot& depot) noexcept {
+    if (active_ != nullptr) depot.give(std::exchange(active_, nullptr), active_count_);
+    if (spare_ != nullptr) depot.give(std::exchange(spare_, nullptr), kBatch);
+    active_count_ = 0;
+  }
 
  private:
   Cell* active_ = nullptr;
@@ -123,27 +159,54 @@ class ThreadCache {
   Cell* spare_ = nullptr;
 };
 
-thread_local bool ThreadCache::destroyed_ = false;
-thread_local ThreadCache cache;
+// A thread's caches, one per cell size; all handed back to the depots when the thread exits.
+class ThreadCaches {
+ public:
+  ~ThreadCaches() {
+    for (std::size_t i = 0; i < kSizes; ++i) by_size_[i].give_back(depot(i));
+    destroyed_ = true;
+  }
+  ThreadCache& operator[](std::size_t index) noexcept { return by_size_[index]; }
+
+  // Set once this thread's caches are gone (a node freed by a thread_local or static destroyed
+  // after them): such a thread then trades single cells with the depots.
+  static thread_local bool destroyed_;
+
+ private:
+  ThreadCache by_size_[kSizes];
+};
+
+thread_local bool ThreadCaches::destroyed_ = false;
+thread_local ThreadCaches caches;
 
 }  // namespace
 
-void* allocate() {
-  if (!ThreadCache::destroyed_) return cache.allocate();
+void* allocate(std::size_t bytes) {
+  const std::size_t index = size_index(bytes);
+  Depot& pool = depot(index);
+  if (!ThreadCaches::destroyed_) return caches[index].allocate(pool);
   std::size_t count = 0;
-  Cell* batch = depot().take(count);
-  if (count > 1) depot().give(batch->next, count - 1);
+  Cell* batch = pool.take(count);
+  if (count > 1) pool.give(batch->next, count - 1);
   return batch;
 }
 
 void free(void* memory) noexcept {
   auto* cell = static_cast<Cell*>(memory);
-  if (!ThreadCache::destroyed_) return cache.free(cell);
+  const std::size_t index = chunk_of(cell).size_index;
+  if (!ThreadCaches::destroyed_) return caches[index].free(cell, depot(index));
   cell->next = nullptr;
-  depot().give(cell, 1);
+  depot(index).give(cell, 1);
 }
 
-std::size_t cells_carved() noexcept { return depot().carved(); }
-std::size_t cells_in_depot() noexcept { return depot().held(); }
+std::size_t cell_size(const void* cell) noexcept {
+  return size_of_index(chunk_of(cell).size_index);
+}
+std::size_t cells_carved(std::size_t cell_size) noexcept {
+  return depot(size_index(cell_size)).carved();
+}
+std::size_t cells_in_depot(std::size_t cell_size) noexcept {
+  return depot(size_index(cell_size)).held();
+}
 
 }  // namespace wheeltimer::detail::node_pool

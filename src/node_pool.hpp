@@ -4,14 +4,16 @@
 // Why not the general allocator: a node with an 8-byte capture is 56 bytes, which oneTBB's
 // scalable allocator (and glibc's malloc) serve from a 64-byte class, and nodes are usually
 // allocated by a producer and freed by the indicator, a cross-thread free that costs those
-// allocators a synchronised hand-back per node. Here cells are exactly kCellSize bytes, and a
-// thread hands freed cells on in batches.
+// allocators a synchronised hand-back per node. Here cells come in every whole-word size from
+// kMinCellSize to kMaxCellSize (captures of up to 80 bytes), and a thread hands freed cells on
+// in batches.
 //
-// Shape (Bonwick's magazines): each thread keeps two lists of at most kBatch cells, one it takes
-// from and frees to, and one full spare; a thread whose lists are full or empty swaps a whole
-// batch with a process-wide depot under a mutex, once per kBatch operations at most. The depot
-// carves new batches from chunks of memory it never returns: cells are reused, not given back
-// to the system (oneTBB's allocator also keeps what it has grown to).
+// Shape (Bonwick's magazines), for each cell size: each thread keeps two lists of at most kBatch
+// cells, one it takes from and frees to, and one full spare; a thread whose lists are full or
+// empty swaps a whole batch with a process-wide depot under a mutex, once per kBatch operations at
+// most. The depot carves new batches from chunks of memory it never returns: cells are reused,
+// not given back to the system (oneTBB's allocator also keeps what it has grown to). A chunk is
+// aligned to its size and says at its start what size its cells are, so free() needs no size.
 #pragma once
 
 #include <cstddef>
@@ -20,17 +22,21 @@ namespace wheeltimer::detail {
 
 namespace node_pool {
 
-inline constexpr std::size_t kCellSize = 56;
+inline constexpr std::size_t kMinCellSize = 56;  // a node's 48-byte header and one word
+inline constexpr std::size_t kMaxCellSize = 128;
 inline constexpr std::size_t kBatch = 256;
 
-// A kCellSize-byte cell aligned for any pointer-sized scalar; throws std::bad_alloc.
-void* allocate();
+// A cell of `bytes` (at most kMaxCellSize) rounded up to a whole word and at least kMinCellSize,
+// aligned for any pointer-sized scalar; throws std::bad_alloc.
+void* allocate(std::size_t bytes);
 // Returns a cell from allocate(), on any thread.
 void free(void* cell) noexcept;
 
-// For tests: cells carved from chunks so far (in use or free), and free cells the depot holds.
-std::size_t cells_carved() noexcept;
-std::size_t cells_in_depot() noexcept;
+// For tests: the size of a cell, and for the cells of one size, how many were carved from chunks
+// so far (in use or free) and how many free ones the depot holds.
+std::size_t cell_size(const void* cell) noexcept;
+std::size_t cells_carved(std::size_t cell_size) noexcept;
+std::size_t cells_in_depot(std::size_t cell_size) noexcept;
 
 }  // namespace node_pool
 
