@@ -1,5 +1,5 @@
-// NodePool: fixed-size cells for the task nodes of small captures (a pointer or two), the nodes a
-// service has millions of.
+// NodePool: fixed-size cells for the task nodes of small captures (up to 80 bytes: a pointer, a
+// shared_ptr and an id), the nodes a service has millions of.
 //
 // Why not the general allocator: a node with an 8-byte capture is 56 bytes, which oneTBB's
 // scalable allocator (and glibc's malloc) serve from a 64-byte class, and nodes are usually
