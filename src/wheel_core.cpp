@@ -49,8 +49,9 @@ constexpr Clock::duration kLookahead = std::chrono::milliseconds(64);
 constexpr std::size_t kMinPrune = 1024;
 // The real clock's sleeps end no sooner than tick / kCoalescingPerTick after the last one: a task
 // in a dense stream starts at most that much (plus the OS's wake-up latency) late. Measured with
-// `wheeltimer-bench fire` (1,000,000 over 1 s, 1 ms tick): a tenth of a tick halves the wake-ups
-// and keeps the median lateness well inside the tick.
+// `wheeltimer-bench fire` (1,000,000 over 1 s, 1 ms tick): a tenth of a tick cuts the wake-ups
+// from ~8,500 to ~5,200 and the firing CPU by a fifth; the median lateness goes from 0.05 to
+// 0.12 ms (a fifth of a tick gave 0.2 ms and no further saving).
 constexpr int kCoalescingPerTick = 10;
 // How long the indicator waits before trying again when it found no memory for its own work.
 constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
