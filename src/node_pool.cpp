@@ -123,22 +123,23 @@ Depot& depot(std::size_t index) {
 // One thread's cells of one size: `active` to allocate from and free to, and a full `spare`.
 class ThreadCache {
  public:
-  void* allocate(Depot& depot) {
+  // `index`: the cell size's, for the depot, which is looked up only when a batch changes hands.
+  void* allocate(std::size_t index) {
     if (active_count_ == 0) {
       if (spare_ != nullptr) {
         active_ = std::exchange(spare_, nullptr);
         active_count_ = kBatch;
       } else {
-        active_ = depot.take(active_count_);
+        active_ = depot(index).take(active_count_);
       }
     }
     --active_count_;
     return std::exchange(active_, active_->next);
   }
 
-  void free(Cell* cell, Depot& depot) noexcept {
+  void free(Cell* cell, std::size_t index) noexcept {
     if (active_count_ == kBatch) {
-      if (spare_ != nullptr) depot.give(spare_, kBatch);
+      if (spare_ != nullptr) depot(index).give(spare_, kBatch);
       spare_ = std::exchange(active_, nullptr);
       active_count_ = 0;
     }
@@ -183,8 +184,8 @@ thread_local ThreadCaches caches;
 
 void* allocate(std::size_t bytes) {
   const std::size_t index = size_index(bytes);
+  if (!ThreadCaches::destroyed_) return caches[index].allocate(index);
   Depot& pool = depot(index);
-  if (!ThreadCaches::destroyed_) return caches[index].allocate(pool);
   std::size_t count = 0;
   Cell* batch = pool.take(count);
   if (count > 1) pool.give(batch->next, count - 1);
@@ -194,7 +195,7 @@ void* allocate(std::size_t bytes) {
 void free(void* memory) noexcept {
   auto* cell = static_cast<Cell*>(memory);
   const std::size_t index = chunk_of(cell).size_index;
-  if (!ThreadCaches::destroyed_) return caches[index].free(cell, depot(index));
+  if (!ThreadCaches::destroyed_) return caches[index].free(cell, index);
   cell->next = nullptr;
   depot(index).give(cell, 1);
 }
