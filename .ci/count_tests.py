@@ -36,7 +36,10 @@ def count_build(xml_dir, testlog):
         runs = []
         failed += 1  # the build never got as far as running tests
     for run in runs:
-        binary = os.path.basename(run["cmd"][0]) if run.get("cmd") else run["name"]
+        # Meson names the program's command line "command"; its first word is the binary whose
+        # report (binary.xml) says how many cases it ran.
+        command = run.get("command")
+        binary = os.path.basename(command[0]) if command else run["name"]
         if run["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"):
             if reported_failures.get(binary, 0) == 0:
                 failed += 1
