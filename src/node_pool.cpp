@@ -22,12 +22,22 @@ constexpr std::size_t size_of_index(std::size_t index) noexcept {
 }
 
 // A free cell. The first cell of a batch also links the batch into the depot and knows its size.
+//
+// `ahead` is a hint, never followed, only prefetched: the cell about kAhead places further down
+// the same list (or null). A list of free cells is a pointer chase, and after a million timers
+// have been freed in wheel order its cells lie scattered and out of this core's cache: each
+// allocation would wait out a whole miss before the next could begin. Asking for the cell kAhead
+// allocations early overlaps those misses. (wheeltimer-micro, CPU per schedule+cancel pair after
+// the schedule and cancel rows: 128 ns instead of 181.) A stale hint, such as one into another
+// list, costs one useless prefetch.
 struct Cell {
   Cell* next;
+  Cell* ahead;
   Cell* next_batch;
   std::size_t batch_size;
 };
 static_assert(sizeof(Cell) <= kMinCellSize);
+constexpr std::size_t kAhead = 8;
 
 // Chunks are kChunkBytes long and aligned to that, so a cell finds its chunk's header by masking
 // its address. The header takes the first kHeaderBytes; cells follow.
@@ -74,6 +84,9 @@ class Depot {
       auto* cell =
           reinterpret_cast<Cell*>(chunk_ + kHeaderBytes + (carved_in_chunk_ + i) * cell_size_);
       cell->next = head;
+      cell->ahead = i + kAhead < count ? reinterpret_cast<Cell*>(reinterpret_cast<char*>(cell) +
+                                                                 kAhead * cell_size_)
+                                       : nullptr;
       head = cell;
     }
     carved_in_chunk_ += count;
@@ -134,16 +147,21 @@ class ThreadCache {
       }
     }
     --active_count_;
-    return std::exchange(active_, active_->next);
+    Cell* cell = std::exchange(active_, active_->next);
+    __builtin_prefetch(cell->ahead, 1);
+    return cell;
   }
 
-  void free(Cell* cell, std::size_t index) noexcept {
+  // `ahead`: the cell this thread freed kAhead frees earlier, which lies kAhead places further
+  // down if both went to this list.
+  void free(Cell* cell, std::size_t index, Cell* ahead) noexcept {
     if (active_count_ == kBatch) {
       if (spare_ != nullptr) depot(index).give(spare_, kBatch);
       spare_ = std::exchange(active_, nullptr);
       active_count_ = 0;
     }
     cell->next = active_;
+    cell->ahead = ahead;
     active_ = cell;
     ++active_count_;
   }
@@ -167,7 +185,14 @@ class ThreadCaches {
     for (std::size_t i = 0; i < kSizes; ++i) by_size_[i].give_back(depot(i));
     destroyed_ = true;
   }
-  ThreadCache& operator[](std::size_t index) noexcept { return by_size_[index]; }
+  void* allocate(std::size_t index) { return by_size_[index].allocate(index); }
+  void free(Cell* cell, std::size_t index) noexcept {
+    // One ring for all sizes (static TLS is scarce): a thread that frees cells of two sizes in
+    // turn only gets stale hints.
+    Cell* ahead = std::exchange(recent_[recent_at_], cell);
+    recent_at_ = (recent_at_ + 1) % kAhead;
+    by_size_[index].free(cell, index, ahead);
+  }
 
   // Set once this thread's caches are gone (a node freed by a thread_local or static destroyed
   // after them): such a thread then trades single cells with the depots.
@@ -175,6 +200,8 @@ class ThreadCaches {
 
  private:
   ThreadCache by_size_[kSizes];
+  Cell* recent_[kAhead] = {};  // the cells this thread freed last, a ring
+  std::size_t recent_at_ = 0;
 };
 
 thread_local bool ThreadCaches::destroyed_ = false;
@@ -184,7 +211,7 @@ thread_local ThreadCaches caches;
 
 void* allocate(std::size_t bytes) {
   const std::size_t index = size_index(bytes);
-  if (!ThreadCaches::destroyed_) return caches[index].allocate(index);
+  if (!ThreadCaches::destroyed_) return caches.allocate(index);
   Depot& pool = depot(index);
   std::size_t count = 0;
   Cell* batch = pool.take(count);
@@ -195,8 +222,9 @@ void* allocate(std::size_t bytes) {
 void free(void* memory) noexcept {
   auto* cell = static_cast<Cell*>(memory);
   const std::size_t index = chunk_of(cell).size_index;
-  if (!ThreadCaches::destroyed_) return caches[index].free(cell, index);
+  if (!ThreadCaches::destroyed_) return caches.free(cell, index);
   cell->next = nullptr;
+  cell->ahead = nullptr;
   depot(index).give(cell, 1);
 }
 

@@ -131,7 +131,9 @@ TEST(NodePoolSizes, RequestsRoundUpToAWholeWordAndFreedCellsKeepTheirSize) {
     EXPECT_EQ(node_pool::cell_size(cell), expected) << bytes << " bytes";
     node_pool::free(cell);
   }
-  // Freed in an interleaved order, then allocated again: each comes back at its own size.
+  // Freed in an interleaved order, then allocated again: each comes back at its own size, and
+  // distinct. (Interleaved, every freed cell's prefetch hint points into another size's list: a
+  // hint must never be followed as a link.)
   std::vector<void*> mixed;
   for (int round = 0; round < 2 * static_cast<int>(kBatch); ++round) {
     for (std::size_t size : all_cell_sizes()) mixed.push_back(node_pool::allocate(size));
@@ -140,6 +142,7 @@ TEST(NodePoolSizes, RequestsRoundUpToAWholeWordAndFreedCellsKeepTheirSize) {
   for (std::size_t size : all_cell_sizes()) {
     const std::vector<void*> again = allocate_cells(2 * kBatch, size);
     for (void* cell : again) ASSERT_EQ(node_pool::cell_size(cell), size);
+    EXPECT_EQ(std::set<void*>(again.begin(), again.end()).size(), again.size());
     free_cells(again);
   }
 }
