@@ -14,6 +14,7 @@
 // most. The depot carves new batches from chunks of memory it never returns: cells are reused,
 // not given back to the system (oneTBB's allocator also keeps what it has grown to). A chunk is
 // aligned to its size and says at its start what size its cells are, so free() needs no size.
+// Each free cell also points a few places down its list, so allocation can prefetch ahead.
 #pragma once
 
 #include <cstddef>
