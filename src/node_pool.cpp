@@ -27,9 +27,9 @@ constexpr std::size_t size_of_index(std::size_t index) noexcept {
 // the same list (or null). A list of free cells is a pointer chase, and after a million timers
 // have been freed in wheel order its cells lie scattered and out of this core's cache: each
 // allocation would wait out a whole miss before the next could begin. Asking for the cell kAhead
-// allocations early overlaps those misses. (wheeltimer-micro, CPU per schedule+cancel pair after
-// the schedule and cancel rows: 128 ns instead of 181.) A stale hint, such as one into another
-// list, costs one useless prefetch.
+// allocations early overlaps those misses. (wheeltimer-micro, process CPU per schedule+cancel
+// pair run after the schedule and cancel rows, median of three interleaved sets: 128 ns instead
+// of 181.) A stale hint, such as one into another list, costs one useless prefetch.
 struct Cell {
   Cell* next;
   Cell* ahead;
