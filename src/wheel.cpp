@@ -19,8 +19,10 @@ Wheel::Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick)
       chains0_(slots <= (std::size_t{1} << 16) ? kChains : 1),
       // calloc, not new[]: a large zeroed block comes straight from mmap, untouched.
       level0_(static_cast<TaskNode**>(std::calloc(slots * chains0_, sizeof(TaskNode*)))),
-      occupied0_(slots) {
-  if (!level0_) throw std::bad_alloc();
+      occupied0_(slots),
+      // 360 KiB of heads, of which a timer touches the pages of the levels it uses (32 KiB each).
+      upper_(static_cast<TaskNode**>(std::calloc(kUpperLists, sizeof(TaskNode*)))) {
+  if (!level0_ || !upper_) throw std::bad_alloc();
 }
 
 void Wheel::FreeDeleter::operator()(TaskNode** slots) const noexcept { std::free(slots); }
@@ -56,7 +58,8 @@ bool Wheel::insert(TaskNode* node) noexcept {
   const auto top_bit = static_cast<std::size_t>(std::bit_width(differing)) - 1;
   const std::size_t level = 1 + (top_bit - bits0_) / kUpperBits;
   const std::size_t slot = digit(level, tick);
-  link(upper_[slot_index(level, slot) + chain_of(node, kChains)], node);
+  link(upper_[slot_index(level, slot) + part_of(level, tick) * kChains + chain_of(node, kChains)],
+       node);
   occupied_upper_[level] |= std::uint64_t{1} << slot;
   return true;
 }
@@ -67,12 +70,25 @@ void Wheel::queue_cascade(std::size_t level, std::uint64_t start) {
   Cascade& cascade = cascades_.emplace_back();  // first: if it throws, the slot is as it was
   occupied_upper_[level] &= ~(std::uint64_t{1} << slot);
   cascade.start = start;
+  cascade.part_span = part_span(level);
   TaskNode** heads = &upper_[slot_index(level, slot)];
-  for (std::size_t chain = 0; chain < kChains; ++chain) {
-    TaskNode* first = std::exchange(heads[chain], nullptr);
-    cascade.chains[chain] = first;
-    if (first != nullptr) first->pprev = &cascade.chains[chain];
+  for (std::size_t list = 0; list < kListsPerSlot; ++list) {
+    TaskNode* first = std::exchange(heads[list], nullptr);
+    cascade.lists[list] = first;
+    if (first != nullptr) first->pprev = &cascade.lists[list];
   }
+  // An occupied slot has nodes; should the bits ever say otherwise, no empty cascade is kept.
+  if (!cascade.skip_empty_parts()) cascades_.pop_back();
+}
+
+bool Wheel::Cascade::skip_empty_parts() noexcept {
+  for (; part < kParts; ++part) {
+    const auto first = lists.begin() + static_cast<std::ptrdiff_t>(part * kChains);
+    if (std::any_of(first, first + kChains, [](const TaskNode* head) { return head != nullptr; })) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Wheel::link(TaskNode*& head, TaskNode* node) noexcept {
@@ -105,9 +121,9 @@ void Wheel::slot_emptied(TaskNode** head) noexcept {
   if (head >= level0_.get() && head < level0_.get() + slot_count() * chains0_) {
     const auto slot = static_cast<std::size_t>(head - level0_.get()) / chains0_;
     if (all_empty(&level0_[slot * chains0_], chains0_)) occupied0_.clear(slot);
-  } else if (head >= upper_.data() && head < upper_.data() + upper_.size()) {
-    const auto slot = static_cast<std::size_t>(head - upper_.data()) / kChains;
-    if (!all_empty(&upper_[slot * kChains], kChains)) return;
+  } else if (head >= upper_.get() && head < upper_.get() + kUpperLists) {
+    const auto slot = static_cast<std::size_t>(head - upper_.get()) / kListsPerSlot;
+    if (!all_empty(&upper_[slot * kListsPerSlot], kListsPerSlot)) return;
     occupied_upper_[1 + slot / kUpperSlots] &= ~(std::uint64_t{1} << (slot % kUpperSlots));
   }
 }

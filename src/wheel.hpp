@@ -14,20 +14,23 @@
 //
 // Cascading a busy upper slot can move hundreds of thousands of nodes. So a cascade only queues
 // the slot's lists (O(1)); the owner works through them in chunks with cascade_some(), between
-// starting due tasks, and finishes a cascade at once only when its first tick is about to come
-// (finish_cascades_by()). The owner runs the wheel ahead of real time (a lookahead) so that this
-// rarely happens. Each upper slot keeps kChains lists, picked by node address, and a cascade walks
-// them in turn: the cache misses of eight independent lists overlap, those of one list cannot.
-// Level-0 slots do the same when the wheel is small enough to afford it (chains0_).
+// starting due tasks. An upper slot is cut into kParts parts, consecutive ranges of its ticks, and
+// a cascade moves them down in order: when the owner falls behind, finish_cascades_by() must move
+// at once only the parts whose first tick is about to come, an eighth of the slot at a time, not
+// the whole slot (in `wheeltimer-bench fire`, a level-1 slot holds ~490,000 nodes). The owner runs the wheel ahead of real time (a lookahead) so that even this
+// rarely happens. Each part keeps kChains lists, picked by node address, and a cascade walks them
+// in turn: the cache misses of eight independent lists overlap, those of one list cannot. Level-0
+// slots do the same when the wheel is small enough to afford it (chains0_).
 //
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <limits>
 #include <memory>
 #include <new>
@@ -97,16 +100,16 @@ class Wheel {
   template <class Take>
   void cascade_some(std::size_t budget, Take&& take) {
     while (budget > 0 && !cascades_.empty()) {
-      const std::size_t moved = cascade_front(budget, take);
+      const std::size_t moved = cascade_earliest(budget, take);
       budget = moved >= budget ? 0 : budget - moved;
     }
   }
 
-  // Finishes every queued cascade whose slot begins at or before `tick`.
+  // Finishes every queued part that begins at or before `tick`.
   template <class Take>
   void finish_cascades_by(std::uint64_t tick, Take&& take) {
-    while (!cascades_.empty() && cascades_.front().start <= tick) {
-      cascade_front(std::numeric_limits<std::size_t>::max(), take);
+    while (!cascades_.empty() && earliest_cascade()->next_start() <= tick) {
+      cascade_earliest(std::numeric_limits<std::size_t>::max(), take);
     }
   }
 
@@ -118,9 +121,9 @@ class Wheel {
          slot = occupied0_.find_next(slot)) {
       take_slot(slot, take);
     }
-    for (TaskNode*& head : upper_) take_list(head, take);
+    for (std::size_t list = 0; list < kUpperLists; ++list) take_list(upper_[list], take);
     for (Cascade& cascade : cascades_) {
-      for (TaskNode*& head : cascade.chains) take_list(head, take);
+      for (TaskNode*& head : cascade.lists) take_list(head, take);
     }
     cascades_.clear();
   }
@@ -129,13 +132,24 @@ class Wheel {
   static constexpr std::size_t kUpperSlots = 64;
   static constexpr std::size_t kUpperBits = 6;
   static constexpr std::size_t kMaxUpperLevels = 11;  // (64 - 0) / 6, rounded up
-  static constexpr std::size_t kChains = 8;           // lists per upper slot
+  static constexpr std::size_t kChains = 8;           // lists per part (by node address)
+  static constexpr std::size_t kPartBits = 3;
+  static constexpr std::size_t kParts = 1 << kPartBits;  // tick ranges per upper slot
+  static constexpr std::size_t kListsPerSlot = kParts * kChains;
+  static constexpr std::size_t kUpperLists = kMaxUpperLevels * kUpperSlots * kListsPerSlot;
 
-  // An upper slot's lists, taken out of the wheel to be cascaded; `start` is the slot's first
-  // tick. Lives in a deque, so the nodes' `pprev` into `chains` stays valid.
+  // An upper slot's lists, taken out of the wheel to be cascaded: part p's kChains lists begin at
+  // lists[p * kChains], and its ticks at start + p * part_span. Parts before `part` are done.
+  // Lives in a std::list, so the nodes' `pprev` into `lists` stays valid.
   struct Cascade {
-    std::array<TaskNode*, kChains> chains{};
+    std::array<TaskNode*, kListsPerSlot> lists{};
     std::uint64_t start = 0;
+    std::uint64_t part_span = 1;
+    std::size_t part = 0;
+
+    std::uint64_t next_start() const noexcept { return start + part * part_span; }
+    // Moves `part` on to the next part with nodes; false once none is left.
+    bool skip_empty_parts() noexcept;
   };
 
   // Level `level` >= 1: the bit its digit starts at (at most 63 for every level in use), its slot
@@ -145,30 +159,50 @@ class Wheel {
   std::size_t digit(std::size_t level, std::uint64_t tick) const noexcept {
     return static_cast<std::size_t>(tick >> shift(level)) & (kUpperSlots - 1);
   }
-  // The first of an upper slot's kChains heads in upper_.
+  // The first of an upper slot's kListsPerSlot heads in upper_.
   static std::size_t slot_index(std::size_t level, std::size_t digit) noexcept {
-    return ((level - 1) * kUpperSlots + digit) * kChains;
+    return ((level - 1) * kUpperSlots + digit) * kListsPerSlot;
+  }
+  // Which part of its upper slot on `level` `tick` falls in, and how many ticks a part spans. A
+  // slot shorter than kParts ticks (a level-0 wheel of 1, 2 or 4 slots) has one tick a part.
+  std::size_t part_of(std::size_t level, std::uint64_t tick) const noexcept {
+    return shift(level) >= kPartBits
+               ? static_cast<std::size_t>(tick >> (shift(level) - kPartBits)) & (kParts - 1)
+               : static_cast<std::size_t>(tick & (span(level) - 1));
+  }
+  std::uint64_t part_span(std::size_t level) const noexcept {
+    return shift(level) >= kPartBits ? span(level) >> kPartBits : 1;
   }
 
   void queue_cascade(std::size_t level, std::uint64_t start);
 
-  // Reinserts up to `budget` nodes of the oldest queued cascade, taking one node of each chain in
-  // turn; drops the cascade once it is empty. Returns how many nodes it moved.
+  // The queued cascade whose next part begins first (the first queued of equals).
+  std::list<Cascade>::iterator earliest_cascade() noexcept {
+    return std::min_element(cascades_.begin(), cascades_.end(),
+                            [](const Cascade& a, const Cascade& b) {
+                              return a.next_start() < b.next_start();
+                            });
+  }
+
+  // Reinserts up to `budget` nodes of the earliest cascade's next part, taking one node of each of
+  // the part's lists in turn; moves on to the next part once this one is empty, and drops the
+  // cascade after its last. Returns how many nodes it moved.
   template <class Take>
-  std::size_t cascade_front(std::size_t budget, Take& take) {
-    Cascade& cascade = cascades_.front();
+  std::size_t cascade_earliest(std::size_t budget, Take& take) {
+    const auto cascade = earliest_cascade();
+    TaskNode** const lists = &cascade->lists[cascade->part * kChains];
     std::size_t moved = 0;
     for (bool any = true; any && moved < budget;) {
       any = false;
-      for (TaskNode*& head : cascade.chains) {
-        TaskNode* node = head;
+      for (std::size_t chain = 0; chain < kChains; ++chain) {
+        TaskNode* node = lists[chain];
         if (node == nullptr) continue;
         any = true;
-        head = node->next;
+        lists[chain] = node->next;
         // Ask for this list's next node now; it is needed only after every other list's turn.
         // Its `pprev` is set once, when this call stops: a store here would miss the cache at
         // once, and stores that miss hold back every later store.
-        if (head != nullptr) __builtin_prefetch(head, 1);
+        if (node->next != nullptr) __builtin_prefetch(node->next, 1);
         node->next = nullptr;
         node->pprev = nullptr;
         --size_;
@@ -176,13 +210,13 @@ class Wheel {
         ++moved;
       }
     }
-    bool done = true;
-    for (TaskNode*& head : cascade.chains) {
-      if (head == nullptr) continue;
-      head->pprev = &head;
-      done = false;
+    bool part_done = true;
+    for (std::size_t chain = 0; chain < kChains; ++chain) {
+      if (lists[chain] == nullptr) continue;
+      lists[chain]->pprev = &lists[chain];
+      part_done = false;
     }
-    if (done) cascades_.pop_front();
+    if (part_done && !cascade->skip_empty_parts()) cascades_.erase(cascade);
     return moved;
   }
 
@@ -252,9 +286,9 @@ class Wheel {
   const std::size_t chains0_;  // lists per level-0 slot: kChains, or 1 for a huge level 0
   std::unique_ptr<TaskNode*[], FreeDeleter> level0_;  // slot s has lists s*chains0_ onwards
   SlotBitmap occupied0_;
-  std::array<TaskNode*, kMaxUpperLevels * kUpperSlots * kChains> upper_{};
+  std::unique_ptr<TaskNode*[], FreeDeleter> upper_;  // kUpperLists heads, by slot_index()
   std::array<std::uint64_t, kMaxUpperLevels + 1> occupied_upper_{};  // index = level
-  std::deque<Cascade> cascades_;  // queued, oldest first
+  std::list<Cascade> cascades_;  // queued, oldest first
   TaskNode* never_ = nullptr;
   std::uint64_t now_ = 0;
   std::size_t size_ = 0;

@@ -108,7 +108,7 @@ TEST_F(AllocationFailureTest, DueQueueDrainsWhatOverflowed) {
 }
 
 // Level-1 slots of an 8-slot wheel span 8 ticks: one node in each of 30 of them makes advancing
-// queue 30 cascades, more than the cascade queue holds without growing.
+// queue 30 cascades, and queuing each one takes memory.
 TEST_F(AllocationFailureTest, WheelResumesACascadeItHadNoMemoryToQueue) {
   constexpr int kNodes = 30;
   Wheel wheel(8, start_, kTick);

@@ -1,7 +1,8 @@
 // Wheel on its own: its intrusive lists stay whole while a cascade is worked through in chunks,
 // so a node canceled between two chunks (wherever it is: already moved down, at the head of a
 // half-walked list, or deeper in one) is unlinked cleanly, and every other node comes out exactly
-// once, never before its tick.
+// once, never before its tick. Finishing a cascade in a hurry moves only the parts of the slot
+// whose ticks have come, and still no node is ever taken after its tick has passed.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -71,6 +72,88 @@ TEST(WheelListsTest, UnlinkBetweenCascadeChunksKeepsEveryListWhole) {
     }
   }
   EXPECT_EQ(taken.size() + unlinked.size(), static_cast<std::size_t>(kNodes));
+}
+
+// A 64-slot level 0: level-1 slot 1 spans ticks 64-127, in eight parts of eight ticks.
+TEST(WheelListsTest, FinishingACascadeMovesOnlyThePartsThatHaveBegun) {
+  const Clock::time_point start = Clock::now();
+  LentNodes nodes(start);
+  Wheel wheel(64, start, kTick);
+  for (int tick = 64; tick < 128; ++tick) {
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(wheel.insert(nodes.at(kTick * tick)));
+  }
+  std::vector<TaskNode*> taken;
+  const auto take = [&](TaskNode* node) {
+    EXPECT_GE(wheel.now_tick(), wheel.tick_of(node->deadline())) << "taken early";
+    taken.push_back(node);
+  };
+  const auto taken_by = [&](std::uint64_t tick) {
+    wheel.finish_cascades_by(tick, take);
+    wheel.advance_to(tick, take);
+    for (TaskNode* node : nodes.all()) {
+      if (wheel.tick_of(node->deadline()) <= tick) {
+        EXPECT_EQ(std::count(taken.begin(), taken.end(), node), 1) << "tick " << tick;
+      }
+    }
+  };
+
+  wheel.advance_to(64, take);  // queues the slot's cascade
+  taken_by(64);
+  EXPECT_TRUE(wheel.cascading()) << "parts beginning at ticks 72-120 were moved early";
+  taken_by(80);
+  EXPECT_TRUE(wheel.cascading());
+  taken_by(127);
+  EXPECT_FALSE(wheel.cascading());
+  EXPECT_EQ(taken.size(), nodes.all().size());
+  EXPECT_EQ(wheel.size(), 0u);
+}
+
+// The indicator's loop in miniature, over several levels of an 8-slot wheel: run the wheel
+// `kLookahead` ticks ahead, finish what must be finished, cascade a little, unlink now and then.
+// Every node is taken exactly once, never early, and by the time its tick comes at the latest.
+TEST(WheelListsTest, EveryNodeIsTakenOnceNeitherEarlyNorLateAcrossLevels) {
+  const Clock::time_point start = Clock::now();
+  LentNodes nodes(start);
+  Wheel wheel(8, start, kTick);
+  std::mt19937 random(11);
+  constexpr std::uint64_t kLast = 40'000;  // level 3 of an 8-slot wheel begins at 32,768
+  constexpr std::uint64_t kLookahead = 5;
+  for (int k = 0; k < 3000; ++k) {
+    ASSERT_TRUE(wheel.insert(nodes.at(kTick * (1 + random() % kLast) +
+                                      std::chrono::microseconds(random() % 1000))));
+  }
+  std::vector<TaskNode*> by_deadline = nodes.all();
+  std::sort(by_deadline.begin(), by_deadline.end(),
+            [](const TaskNode* a, const TaskNode* b) { return a->deadline() < b->deadline(); });
+  std::size_t checked = 0;  // by_deadline before this were due and checked
+  std::multiset<TaskNode*> taken;
+  std::set<TaskNode*> unlinked;
+  const auto take = [&](TaskNode* node) {
+    EXPECT_GE(wheel.now_tick(), wheel.tick_of(node->deadline())) << "taken early";
+    taken.insert(node);
+  };
+  for (std::uint64_t tick = 0; tick <= kLast + 1; ++tick) {
+    wheel.advance_to(tick + kLookahead, take);
+    wheel.finish_cascades_by(tick + 1, take);
+    if (random() % 4 == 0) wheel.cascade_some(1 + random() % 16, take);
+    if (random() % 64 == 0) {
+      TaskNode* victim = nodes.all()[random() % nodes.all().size()];
+      if (Wheel::contains(victim)) {
+        wheel.unlink(victim);
+        unlinked.insert(victim);
+      }
+    }
+    // What is due by the next tick has been handed over (an unlinked node never is).
+    for (; checked < by_deadline.size() &&
+           wheel.tick_of(by_deadline[checked]->deadline()) <= tick + 1;
+         ++checked) {
+      TaskNode* node = by_deadline[checked];
+      ASSERT_EQ(taken.count(node), unlinked.contains(node) ? 0u : 1u) << "tick " << tick;
+    }
+  }
+  EXPECT_EQ(checked, by_deadline.size());
+  EXPECT_EQ(wheel.size(), 0u);
+  EXPECT_EQ(taken.size() + unlinked.size(), nodes.all().size());
 }
 
 }  // namespace
