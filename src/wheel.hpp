@@ -17,10 +17,11 @@
 // starting due tasks. An upper slot is cut into kParts parts, consecutive ranges of its ticks, and
 // a cascade moves them down in order: when the owner falls behind, finish_cascades_by() must move
 // at once only the parts whose first tick is about to come, an eighth of the slot at a time, not
-// the whole slot (in `wheeltimer-bench fire`, a level-1 slot holds ~490,000 nodes). The owner runs the wheel ahead of real time (a lookahead) so that even this
-// rarely happens. Each part keeps kChains lists, picked by node address, and a cascade walks them
-// in turn: the cache misses of eight independent lists overlap, those of one list cannot. Level-0
-// slots do the same when the wheel is small enough to afford it (chains0_).
+// the whole slot (in `wheeltimer-bench fire`, a level-1 slot holds ~490,000 nodes). The owner
+// runs the wheel ahead of real time (a lookahead) so that even this rarely happens. Each part
+// keeps kChains lists, picked by node address, and a cascade walks them in turn: the cache misses
+// of eight independent lists overlap, those of one list cannot. Level-0 slots do the same when
+// the wheel is small enough to afford it (chains0_).
 //
 // Threads: owned by one thread at a time (the indicator, then stop()); no synchronisation here.
 // The wheel holds no references: the owner's reference to each node moves in and out with it.

@@ -40,6 +40,9 @@ thread_local unsigned settle_stripe = kNoStripe;
 // waits in the inbound queue for the next one). Netty takes 100,000 a tick; at 50-90 ns each that
 // held due tasks back 4-9 ms in `wheeltimer-bench fire`'s scheduling loop.
 constexpr std::size_t kMaxTransferPerRound = 4096;
+// Canceled nodes unlinked per round. Larger: they must keep up with a schedule-and-cancel stream,
+// which wakes the indicator only every kHousekeepingPushes schedules.
+constexpr std::size_t kMaxUnlinkPerRound = 100000;
 constexpr std::size_t kBatch = 256;
 // Cascaded nodes moved per round, between rounds of starting due tasks.
 constexpr std::size_t kCascadeChunk = 4096;
@@ -382,7 +385,7 @@ void WheelCore::transfer_inbound() {
 
 void WheelCore::unlink_canceled() {
   TaskNode* batch[kBatch];
-  for (std::size_t done = 0; done < kMaxTransferPerRound;) {
+  for (std::size_t done = 0; done < kMaxUnlinkPerRound;) {
     const std::size_t count = canceled_.try_dequeue_bulk(batch, kBatch);
     if (count == 0) break;
     done += count;
