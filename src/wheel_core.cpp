@@ -36,13 +36,12 @@ constexpr unsigned kNoStripe = ~0u;
 std::atomic<unsigned> next_stripe{0};
 thread_local unsigned settle_stripe = kNoStripe;
 
-// A flood of schedule() calls delays due tasks by at most this much work per round (the rest
-// waits in the inbound queue for the next one). Netty takes 100,000 a tick; at 50-90 ns each that
-// held due tasks back 4-9 ms in `wheeltimer-bench fire`'s scheduling loop.
+// A flood of schedule() or cancel() calls delays due tasks by at most this much work per round,
+// each (the rest waits in its queue for the next round, which follows at once). Netty takes
+// 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s
+// scheduling loop.
 constexpr std::size_t kMaxTransferPerRound = 4096;
-// Canceled nodes unlinked per round. Larger: they must keep up with a schedule-and-cancel stream,
-// which wakes the indicator only every kHousekeepingPushes schedules.
-constexpr std::size_t kMaxUnlinkPerRound = 100000;
+constexpr std::size_t kMaxUnlinkPerRound = 4096;
 constexpr std::size_t kBatch = 256;
 // Cascaded nodes moved per round, between rounds of starting due tasks.
 constexpr std::size_t kCascadeChunk = 4096;
@@ -304,7 +303,7 @@ void WheelCore::run_indicator() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
   do {
     transfer_inbound();
-    unlink_canceled();
+    const bool more_canceled = unlink_canceled();
     const Clock::time_point now = time_->now();
     const auto to_due = [this](TaskNode* node) { due_.push(node); };
     // Run the wheel ahead of now (at least into the next tick, so a tick's first tasks start at
@@ -336,6 +335,7 @@ void WheelCore::run_indicator() {
       }
       return;
     }
+    if (more_canceled) continue;  // no sleep while canceled nodes wait to leave the wheel
 
     const Clock::rep wake_at = next_wake().time_since_epoch().count();
     wake_at_.store(wake_at, std::memory_order_relaxed);
@@ -383,11 +383,12 @@ void WheelCore::transfer_inbound() {
   }
 }
 
-void WheelCore::unlink_canceled() {
+bool WheelCore::unlink_canceled() {
   TaskNode* batch[kBatch];
   for (std::size_t done = 0; done < kMaxUnlinkPerRound;) {
-    const std::size_t count = canceled_.try_dequeue_bulk(batch, kBatch);
-    if (count == 0) break;
+    const std::size_t count =
+        canceled_.try_dequeue_bulk(batch, std::min(kBatch, kMaxUnlinkPerRound - done));
+    if (count == 0) return false;
     done += count;
     for (std::size_t i = 0; i < count; ++i) {
       TaskNode* node = batch[i];
@@ -397,6 +398,7 @@ void WheelCore::unlink_canceled() {
       node->release(in_wheel ? 2 : 1);  // the queue entry's reference, and the wheel's if linked
     }
   }
+  return true;  // stopped at the cap: there may be more
 }
 
 void WheelCore::fire_due(Clock::time_point now) {

@@ -65,6 +65,9 @@ class WheelCore {
   std::vector<PendingTask> stop();
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
+  // Tasks linked in the wheel now. The indicator owns the wheel: read this only while it is
+  // known to sleep (tests on a ManualClock, after advance()).
+  std::size_t linked() const noexcept { return wheel_.size(); }
   static constexpr std::size_t kHousekeepingPushes = 16384;
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
@@ -90,7 +93,8 @@ class WheelCore {
 
   void run_indicator();
   void transfer_inbound();
-  void unlink_canceled();
+  // Unlinks up to kMaxUnlinkPerRound canceled nodes; true if it stopped at that cap.
+  bool unlink_canceled();
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
   Clock::time_point next_wake();

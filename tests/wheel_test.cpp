@@ -218,6 +218,26 @@ TEST_F(WheelTest, CancelsWakeTheIndicatorForHousekeeping) {
   EXPECT_EQ(wheel->pending(), 1u);
 }
 
+// Timeouts canceled after they reached the wheel leave it at the indicator's next wake-up, all of
+// them, however many piled up while it slept: none waits in its slot for its deadline.
+TEST_F(WheelTest, EveryCanceledTaskLeavesTheWheelAtTheNextWakeUp) {
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 0, start_ + 1h);
+  std::vector<TimerFuture> timeouts;
+  for (std::size_t i = 1; i < 2 * WheelCore::kHousekeepingPushes; ++i) {
+    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
+  }
+  clock_->advance(0ns);  // the housekeeping wake-up took them all into the wheel
+  ASSERT_EQ(wheel->linked(), 2 * WheelCore::kHousekeepingPushes);
+  for (TimerFuture& timeout : timeouts) ASSERT_TRUE(timeout.cancel());
+  EXPECT_EQ(wheel->linked(), 2 * WheelCore::kHousekeepingPushes) << "the indicator slept through";
+  schedule(*wheel, 2, start_);  // due now: wakes the indicator once
+  clock_->advance(0ns);
+  EXPECT_EQ(wheel->linked(), 1u);
+  EXPECT_EQ(wheel->pending(), 1u);
+  EXPECT_EQ(fired_ids(), std::vector<int>{2});
+}
+
 // The machine was suspended: the clock jumps 1000 ticks at once. The wheel catches up tick by
 // tick, runs everything that became due, in deadline order, and nothing early.
 TEST_F(WheelTest, LateByManyTicksCatchesUpInOrderWithoutLosingAnything) {
