@@ -7,6 +7,7 @@
 #include <chrono>
 #include <limits>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -40,9 +41,23 @@ thread_local unsigned settle_stripe = kNoStripe;
 // each (the rest waits in its queue for the next round, which follows at once). Netty takes
 // 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s
 // scheduling loop.
-constexpr std::size_t kMaxTransferPerRound = 4096;
-constexpr std::size_t kMaxUnlinkPerRound = 4096;
+constexpr std::size_t kMaxNodesPerRound = 4096;
 constexpr std::size_t kBatch = 256;
+
+// Takes up to kMaxNodesPerRound nodes off `queue`, a batch at a time, and passes each batch to
+// `handle`. True if it stopped at that cap, with maybe more left.
+template <class Handle>
+bool take_round(moodycamel::ConcurrentQueue<TaskNode*>& queue, Handle&& handle) {
+  TaskNode* batch[kBatch];
+  for (std::size_t taken = 0; taken < kMaxNodesPerRound;) {
+    const std::size_t count =
+        queue.try_dequeue_bulk(batch, std::min(kBatch, kMaxNodesPerRound - taken));
+    if (count == 0) return false;
+    taken += count;
+    handle(std::span<TaskNode* const>(batch, count));
+  }
+  return true;
+}
 // Cascaded nodes moved per round, between rounds of starting due tasks.
 constexpr std::size_t kCascadeChunk = 4096;
 // How far ahead of real time the wheel runs: tasks due within this are in the due queue, and an
@@ -363,42 +378,30 @@ std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t t
 }
 
 void WheelCore::transfer_inbound() {
-  TaskNode* batch[kBatch];
-  for (std::size_t moved = 0; moved < kMaxTransferPerRound;) {
-    const std::size_t count =
-        inbound_.try_dequeue_bulk(batch, std::min(kBatch, kMaxTransferPerRound - moved));
-    if (count == 0) break;
-    moved += count;
+  // What is left is seen by the check of the inbound queue before the indicator sleeps.
+  take_round(inbound_, [this](std::span<TaskNode* const> nodes) {
     // The nodes were written on the producers' cores. Ask for all of them first: enter_wheel()'s
     // compare-and-swap would otherwise wait out each cache miss in turn.
-    for (std::size_t i = 0; i < count; ++i) __builtin_prefetch(batch[i], 1);
-    for (std::size_t i = 0; i < count; ++i) {
-      TaskNode* node = batch[i];
+    for (TaskNode* node : nodes) __builtin_prefetch(node, 1);
+    for (TaskNode* node : nodes) {
       if (!node->enter_wheel()) {  // canceled before it reached the wheel
         node->release();
         continue;
       }
       if (!wheel_.insert(node)) due_.push(node);  // its tick has begun (or passed)
     }
-  }
+  });
 }
 
 bool WheelCore::unlink_canceled() {
-  TaskNode* batch[kBatch];
-  for (std::size_t done = 0; done < kMaxUnlinkPerRound;) {
-    const std::size_t count =
-        canceled_.try_dequeue_bulk(batch, std::min(kBatch, kMaxUnlinkPerRound - done));
-    if (count == 0) return false;
-    done += count;
-    for (std::size_t i = 0; i < count; ++i) {
-      TaskNode* node = batch[i];
+  return take_round(canceled_, [this](std::span<TaskNode* const> nodes) {
+    for (TaskNode* node : nodes) {
       // A canceled node already among the due ones is dropped when its deadline comes.
       const bool in_wheel = Wheel::contains(node);
       if (in_wheel) wheel_.unlink(node);
       node->release(in_wheel ? 2 : 1);  // the queue entry's reference, and the wheel's if linked
     }
-  }
-  return true;  // stopped at the cap: there may be more
+  });
 }
 
 void WheelCore::fire_due(Clock::time_point now) {

@@ -93,7 +93,7 @@ class WheelCore {
 
   void run_indicator();
   void transfer_inbound();
-  // Unlinks up to kMaxUnlinkPerRound canceled nodes; true if it stopped at that cap.
+  // Unlinks up to kMaxNodesPerRound canceled nodes; true if it stopped at that cap.
   bool unlink_canceled();
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
