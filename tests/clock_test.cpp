@@ -128,6 +128,22 @@ TEST_F(SaturatingDeadlineTest, NowCloseToEndOfTime) {
   EXPECT_EQ(saturating_deadline(std::chrono::hours::max(), kEnd), kEnd);
 }
 
+TEST_F(SaturatingDeadlineTest, CoarseIntegralUnitsNearTheEndOfTime) {
+  // 2.5 ms of headroom: 2 whole milliseconds fit, 3 do not.
+  const Clock::time_point late = kEnd - 2500us;
+  EXPECT_EQ(saturating_deadline(2ms, late), late + 2ms);
+  EXPECT_EQ(saturating_deadline(3ms, late), kEnd);
+  // Headroom of exactly 3 ms: adding them reaches the end of time itself.
+  EXPECT_EQ(saturating_deadline(3ms, kEnd - 3ms), kEnd);
+  EXPECT_EQ(saturating_deadline(2ms, kEnd - 3ms), kEnd - 1ms);
+  // Unsigned and narrow representations compare without wrapping.
+  using useconds = std::chrono::duration<unsigned long long>;
+  EXPECT_EQ(saturating_deadline(useconds(std::numeric_limits<unsigned long long>::max()), now_),
+            kEnd);
+  EXPECT_EQ(saturating_deadline(std::chrono::duration<std::int8_t, std::ratio<3600>>(127), late),
+            kEnd);
+}
+
 TEST_F(SaturatingDeadlineTest, DefaultNowIsTheCurrentTime) {
   const Clock::time_point before = Clock::now();
   const Clock::time_point deadline = saturating_deadline(10ms);

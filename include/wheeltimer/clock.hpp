@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <ratio>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace wheeltimer {
 
@@ -26,12 +28,23 @@ Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
     if (std::isnan(delay.count())) throw std::invalid_argument("wheeltimer: delay is NaN");
   }
   if (delay <= delay.zero()) return now;
-  // Compare in long double: exact for every int64 tick count, and immune to the overflow that
-  // converting hours::max() to nanoseconds would cause.
   const auto headroom = Clock::time_point::max() - now;
-  const std::chrono::duration<long double, Clock::period> wanted = delay;
-  if (wanted.count() >= static_cast<long double>(headroom.count())) return Clock::time_point::max();
-  return now + std::chrono::ceil<Clock::duration>(wanted);
+  if constexpr (std::is_integral_v<Rep> && std::ratio_divide<Period, Clock::period>::den == 1) {
+    // Whole nanoseconds (ns, us, ms, s, min, h...): exact in integers, and a few ns cheaper than
+    // long double on every schedule().
+    constexpr auto kUnit = std::ratio_divide<Period, Clock::period>::num;  // ns per unit
+    const auto fitting_units = headroom.count() / kUnit;  // the most that can be added to now
+    if (std::cmp_greater(delay.count(), fitting_units)) return Clock::time_point::max();
+    return now + Clock::duration(static_cast<Clock::rep>(delay.count()) * kUnit);
+  } else {
+    // Compare in long double: exact for every int64 tick count, and immune to the overflow that
+    // converting hours::max() to nanoseconds would cause.
+    const std::chrono::duration<long double, Clock::period> wanted = delay;
+    if (wanted.count() >= static_cast<long double>(headroom.count())) {
+      return Clock::time_point::max();
+    }
+    return now + std::chrono::ceil<Clock::duration>(wanted);
+  }
 }
 
 // `now + limit` for the wait_for family: duration::max() (or anything past the end of time)
