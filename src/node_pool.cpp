@@ -39,6 +39,18 @@ struct Cell {
 static_assert(sizeof(Cell) <= kMinCellSize);
 constexpr std::size_t kAhead = 8;
 
+// Asks for both cache lines a cell of `size` bytes may span: cells are not line-aligned (a 56-byte
+// cell straddles two lines six times in eight). Fetching only the first left schedule()'s writes
+// to the second waiting out a whole miss, which its store-load barrier then exposes: in a process
+// whose pool cells had been through a million timers before, the scheduling loop of a `fire`-like
+// run took 270-300 ns a timer; with both lines, 120-200. Integer arithmetic: `cell` may be null,
+// and a prefetch never faults.
+void prefetch_cell(const Cell* cell, std::size_t size) noexcept {
+  const std::uintptr_t last_byte = reinterpret_cast<std::uintptr_t>(cell) + size - 1;
+  __builtin_prefetch(cell, 1);
+  __builtin_prefetch(reinterpret_cast<const void*>(last_byte), 1);
+}
+
 // Chunks are kChunkBytes long and aligned to that, so a cell finds its chunk's header by masking
 // its address. The header takes the first kHeaderBytes; cells follow.
 constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
@@ -148,7 +160,7 @@ class ThreadCache {
     }
     --active_count_;
     Cell* cell = std::exchange(active_, active_->next);
-    __builtin_prefetch(cell->ahead, 1);
+    prefetch_cell(cell->ahead, size_of_index(index));
     return cell;
   }
 
