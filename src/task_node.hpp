@@ -108,6 +108,13 @@ class TaskNode {
   // WAITING, detached -> WAITING, attached to `owner` (adopt()).
   bool attach(WheelCore* owner) noexcept;
 
+  // Asks for the header's cache lines (a node is not line-aligned, so its 48 bytes often span
+  // two): what moving it between the wheel's lists reads and writes.
+  void prefetch_header() const noexcept {
+    __builtin_prefetch(this, 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(this) + sizeof(TaskNode) - 1, 1);
+  }
+
   // Asks for the cache lines that starting the task touches: the header, and the start of the
   // storage, which lies on the next line unless the node begins in a line's first 16 bytes.
   void prefetch_for_start() const noexcept {
