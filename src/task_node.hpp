@@ -44,8 +44,6 @@
 #include <wheeltimer/task.hpp>
 #include <wheeltimer/timer_future.hpp>
 
-#include "prefetch.hpp"
-
 namespace wheeltimer::detail {
 
 class WheelCore;
@@ -109,10 +107,6 @@ class TaskNode {
   bool detach() noexcept;
   // WAITING, detached -> WAITING, attached to `owner` (adopt()).
   bool attach(WheelCore* owner) noexcept;
-
-  // Asks for the header's cache lines (its 48 bytes often span two): what moving the node between
-  // the wheel's lists reads and writes.
-  void prefetch_header() const noexcept { prefetch_lines(this, sizeof(TaskNode)); }
 
   // Asks for the cache lines that starting the task touches: the header, and the start of the
   // storage, which lies on the next line unless the node begins in a line's first 16 bytes.

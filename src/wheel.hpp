@@ -203,7 +203,7 @@ class Wheel {
         // Ask for this list's next node now; it is needed only after every other list's turn.
         // Its `pprev` is set once, when this call stops: a store here would miss the cache at
         // once, and stores that miss hold back every later store.
-        if (node->next != nullptr) node->next->prefetch_header();
+        if (node->next != nullptr) __builtin_prefetch(node->next, 1);
         node->next = nullptr;
         node->pprev = nullptr;
         --size_;
@@ -245,7 +245,7 @@ class Wheel {
         any = true;
         cursors[chain] = node->next;
         // Ask for this list's next node now; it is needed only after every other list's turn.
-        if (node->next != nullptr) node->next->prefetch_header();
+        if (node->next != nullptr) __builtin_prefetch(node->next, 1);
         node->next = nullptr;
         node->pprev = nullptr;
         --size_;

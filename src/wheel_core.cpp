@@ -382,7 +382,7 @@ void WheelCore::transfer_inbound() {
   take_round(inbound_, [this](std::span<TaskNode* const> nodes) {
     // The nodes were written on the producers' cores. Ask for all of them first: enter_wheel()'s
     // compare-and-swap would otherwise wait out each cache miss in turn.
-    for (TaskNode* node : nodes) node->prefetch_header();
+    for (TaskNode* node : nodes) __builtin_prefetch(node, 1);
     for (TaskNode* node : nodes) {
       if (!node->enter_wheel()) {  // canceled before it reached the wheel
         node->release();
