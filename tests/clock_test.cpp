@@ -142,6 +142,8 @@ TEST_F(SaturatingDeadlineTest, CoarseIntegralUnitsNearTheEndOfTime) {
             kEnd);
   EXPECT_EQ(saturating_deadline(std::chrono::duration<std::int8_t, std::ratio<3600>>(127), late),
             kEnd);
+  EXPECT_EQ(saturating_deadline(std::chrono::duration<char, std::milli>(2), late), late + 2ms);
+  EXPECT_EQ(saturating_deadline(std::chrono::duration<bool>(true), now_), now_ + 1s);
 }
 
 TEST_F(SaturatingDeadlineTest, DefaultNowIsTheCurrentTime) {

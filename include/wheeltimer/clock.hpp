@@ -8,11 +8,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ratio>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <utility>
 
 namespace wheeltimer {
 
@@ -34,7 +34,10 @@ Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
     // long double on every schedule().
     constexpr auto kUnit = std::ratio_divide<Period, Clock::period>::num;  // ns per unit
     const auto fitting_units = headroom.count() / kUnit;  // the most that can be added to now
-    if (std::cmp_greater(delay.count(), fitting_units)) return Clock::time_point::max();
+    // Both are >= 0 here, so unsigned comparison is exact for any integral Rep (char included).
+    if (static_cast<std::uintmax_t>(delay.count()) > static_cast<std::uintmax_t>(fitting_units)) {
+      return Clock::time_point::max();
+    }
     return now + Clock::duration(static_cast<Clock::rep>(delay.count()) * kUnit);
   } else {
     // Compare in long double: exact for every int64 tick count, and immune to the overflow that
