@@ -192,25 +192,11 @@ class Wheel {
   std::size_t cascade_earliest(std::size_t budget, Take& take) {
     const auto cascade = earliest_cascade();
     TaskNode** const lists = &cascade->lists[cascade->part * kChains];
-    std::size_t moved = 0;
-    for (bool any = true; any && moved < budget;) {
-      any = false;
-      for (std::size_t chain = 0; chain < kChains; ++chain) {
-        TaskNode* node = lists[chain];
-        if (node == nullptr) continue;
-        any = true;
-        lists[chain] = node->next;
-        // Ask for this list's next node now; it is needed only after every other list's turn.
-        // Its `pprev` is set once, when this call stops: a store here would miss the cache at
-        // once, and stores that miss hold back every later store.
-        if (node->next != nullptr) __builtin_prefetch(node->next, 1);
-        node->next = nullptr;
-        node->pprev = nullptr;
-        --size_;
-        if (!insert(node)) take(node);
-        ++moved;
-      }
-    }
+    const std::size_t moved = unlink_in_turn(lists, kChains, budget, [&](TaskNode* node) {
+      if (!insert(node)) take(node);
+    });
+    // Each list's new head gets its `pprev` only now: a store on the way would miss the cache at
+    // once, and stores that miss hold back every later store.
     bool part_done = true;
     for (std::size_t chain = 0; chain < kChains; ++chain) {
       if (lists[chain] == nullptr) continue;
@@ -237,21 +223,34 @@ class Wheel {
       cursors[chain] = std::exchange(heads[chain], nullptr);
     }
     occupied0_.clear(slot);
-    for (bool any = true; any;) {
+    unlink_in_turn(cursors.data(), chains0_, std::numeric_limits<std::size_t>::max(), take);
+  }
+
+  // Unlinks nodes from the fronts of `count` lists, one node of each list in turn, and passes
+  // each to `each`, until the lists are empty or at least `budget` were taken (the last turn may
+  // go up to count - 1 past it). The heads left in `lists` keep a stale `pprev`: the caller
+  // fixes them if the lists stay in use. Returns how many nodes it took.
+  template <class Each>
+  std::size_t unlink_in_turn(TaskNode** lists, std::size_t count, std::size_t budget,
+                             Each&& each) {
+    std::size_t taken = 0;
+    for (bool any = true; any && taken < budget;) {
       any = false;
-      for (std::size_t chain = 0; chain < chains0_; ++chain) {
-        TaskNode* node = cursors[chain];
+      for (std::size_t list = 0; list < count; ++list) {
+        TaskNode* node = lists[list];
         if (node == nullptr) continue;
         any = true;
-        cursors[chain] = node->next;
+        lists[list] = node->next;
         // Ask for this list's next node now; it is needed only after every other list's turn.
         if (node->next != nullptr) __builtin_prefetch(node->next, 1);
         node->next = nullptr;
         node->pprev = nullptr;
         --size_;
-        take(node);
+        each(node);
+        ++taken;
       }
     }
+    return taken;
   }
 
   void link(TaskNode*& head, TaskNode* node) noexcept;
