@@ -59,9 +59,10 @@ bool take_round(moodycamel::ConcurrentQueue<TaskNode*>& queue, Handle&& handle) 
   return true;
 }
 // Cascaded nodes moved per round, between rounds of starting due tasks: a due task waits for at
-// most one chunk of cascading (and one round of intake and of unlinking). In `wheeltimer-bench fire` a level-1 slot of ~490,000 nodes cascades from 448 ms
-// on. The p99 lateness of the tasks due 400-500 ms, median of 8-9 runs: 0.42 ms with chunks of
-// 4,096 (up to 1.8 ms), 0.28 ms with 1,024 (up to 0.65), at no measurable cost in CPU.
+// most one chunk of cascading (and one round of intake and of unlinking). In `wheeltimer-bench
+// fire` a level-1 slot of ~490,000 nodes cascades from 448 ms on. The p99 lateness of the tasks
+// due 400-500 ms, median of 8-9 runs: 0.42 ms with chunks of 4,096 (up to 1.8 ms), 0.28 ms with
+// 1,024 (up to 0.65), at no measurable cost in CPU.
 constexpr std::size_t kCascadeChunk = 1024;
 // How far ahead of real time the wheel runs: tasks due within this are in the due queue, and an
 // upper slot starts cascading this long before its first task is due, so a big cascade, worked
