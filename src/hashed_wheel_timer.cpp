@@ -7,7 +7,7 @@ namespace wheeltimer {
 HashedWheelTimer::HashedWheelTimer(TimerOptions options)
     : core_(std::make_unique<detail::WheelCore>(std::move(options))) {}
 
-HashedWheelTimer::~HashedWheelTimer() { core_->stop(); }
+HashedWheelTimer::~HashedWheelTimer() { core_->stop_discarding(); }
 
 TimerFuture HashedWheelTimer::schedule_at(Task task, Clock::time_point deadline) {
   return core_->schedule_at(std::move(task), deadline);

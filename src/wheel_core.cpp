@@ -141,7 +141,7 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
 }
 
 WheelCore::~WheelCore() {
-  if (indicator_.joinable()) stop();
+  stop_discarding();
   // An adopt() whose task was canceled between attach and push can leave its node in the inbound
   // queue after stop() has drained it (pending() had already dropped): release what is left.
   for (TaskNode* node = nullptr; inbound_.try_dequeue(node);) node->release();
@@ -481,48 +481,46 @@ void WheelCore::prune_dispatched() {
 
 // ---- stop() ----------------------------------------------------------------------------------
 
-std::vector<PendingTask> WheelCore::stop() {
+void WheelCore::refuse_stop_from_own_task() const {
   if (running_in == this) {
     throw std::logic_error(
         "wheeltimer: stop() called from inside one of the timer's own tasks (it would wait for "
         "itself)");
   }
-  std::lock_guard<std::mutex> guard(stop_mutex_);
-  if (stopped_) return {};
+}
+
+void WheelCore::halt_indicator() {
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
   stopping_.store(true, std::memory_order_relaxed);
   time_->interrupt();
   if (indicator_.joinable()) indicator_.join();
+}
 
-  // The indicator has exited: its wheel, queues and dispatched list are ours now. Room for the
-  // tasks known so far is made before any is taken out, so an allocation failure cannot strand
-  // half of them.
-  // Each handed-back node with its deadline, so sorting them reads no node (a million nodes are
-  // a million cache misses per comparison round).
-  struct HandedBack {
-    Clock::time_point deadline;
-    PendingTask task;
-  };
-  std::vector<HandedBack> handed_back;
-  std::vector<TaskNode*> running;
-  handed_back.reserve(wheel_.size() + due_.size() + dispatched_.size());
-  running.reserve(dispatched_.size());
+template <class HandBack, class Room>
+void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
+  // The indicator has exited: its wheel, queues and dispatched list are ours now.
   const auto reclaim = [&](TaskNode* node) {
     if (node->detach()) {
       settled_one();
-      handed_back.push_back(HandedBack{node->deadline(), PendingTask(node)});
-    } else if (node->state() == TaskState::running) {
-      running.push_back(node);
+      hand_back(node);
     } else {
       node->release();
     }
   };
   wheel_.drain(reclaim);
   due_.drain(reclaim);
-  for (TaskNode* dispatched : std::exchange(dispatched_, {})) reclaim(dispatched);
-  for (TaskNode* started : running) {
-    started->wait_until(Clock::time_point::max());
-    started->release();
+  // Handed to the executor: every queued one is taken out before any running one is waited for,
+  // so none of them can start meanwhile. Only these can be running.
+  for (TaskNode*& node : dispatched_) {
+    if (node->detach()) {
+      settled_one();
+      hand_back(std::exchange(node, nullptr));
+    }
+  }
+  for (TaskNode* node : std::exchange(dispatched_, {})) {
+    if (node == nullptr) continue;
+    node->wait_until(Clock::time_point::max());  // at once unless it is running
+    node->release();
   }
   // Every accepted task keeps pending() above zero until it settles or is reclaimed here. Tasks
   // that producers admitted before the flag may still be on their way into the inbound queue,
@@ -530,22 +528,62 @@ std::vector<PendingTask> WheelCore::stop() {
   // After that no task or cancel() touches this timer again; a schedule() call still returning
   // may read wake_at_ and wake the (interrupted) time source, which is why the timer must not be
   // destroyed while another thread is still inside one of its calls (as for any C++ object).
-  for (TaskNode* node = nullptr;;) {
-    while (inbound_.try_dequeue(node)) reclaim(node);
+  for (TaskNode* batch[kBatch];;) {
+    const std::size_t allowed = std::min(kBatch, room(inbound_.size_approx()));
+    const std::size_t count = inbound_.try_dequeue_bulk(batch, allowed);
+    for (std::size_t i = 0; i < count; ++i) reclaim(batch[i]);
+    if (count != 0) continue;
     if (outstanding() == 0) break;
     std::this_thread::yield();
   }
   for (TaskNode* node = nullptr; canceled_.try_dequeue(node);) node->release();
+}
 
-  std::stable_sort(handed_back.begin(), handed_back.end(),
+std::vector<PendingTask> WheelCore::stop() {
+  refuse_stop_from_own_task();
+  std::lock_guard<std::mutex> guard(stop_mutex_);
+  if (stopped_) return {};
+  halt_indicator();
+  // Room is made before a task is taken out, so running out of memory strands none: each task is
+  // then either where it was or in handed_back_, for the next call. The inbound queue is usually
+  // empty by now, and the margin spares the common case a second allocation.
+  constexpr std::size_t kMargin = 64;
+  const auto make_room = [this](std::size_t wanted) {
+    if (handed_back_.capacity() - handed_back_.size() < wanted) {
+      handed_back_.reserve(handed_back_.size() + std::max(wanted, handed_back_.size() / 2));
+    }
+  };
+  make_room(wheel_.size() + due_.size() + dispatched_.size() + inbound_.size_approx() + kMargin);
+  take_out_all(
+      [this](TaskNode* node) {
+        handed_back_.push_back(HandedBack{node->deadline(), PendingTask(node)});
+      },
+      [&](std::size_t waiting) {
+        make_room(std::max<std::size_t>(waiting, 1));
+        return handed_back_.capacity() - handed_back_.size();
+      });
+
+  std::stable_sort(handed_back_.begin(), handed_back_.end(),
                    [](const HandedBack& a, const HandedBack& b) {
                      return a.deadline < b.deadline;
                    });
   std::vector<PendingTask> in_order;
-  in_order.reserve(handed_back.size());
-  for (HandedBack& entry : handed_back) in_order.push_back(std::move(entry.task));
+  in_order.reserve(handed_back_.size());
+  for (HandedBack& entry : handed_back_) in_order.push_back(std::move(entry.task));
+  handed_back_ = std::vector<HandedBack>();  // and its memory
   stopped_ = true;
   return in_order;
+}
+
+void WheelCore::stop_discarding() noexcept {
+  std::lock_guard<std::mutex> guard(stop_mutex_);
+  if (stopped_) return;
+  refuse_stop_from_own_task();  // a precondition violation: terminates, as a throwing destructor
+  halt_indicator();
+  handed_back_.clear();  // taken out by a stop() that ran out of memory: canceled now
+  take_out_all([](TaskNode* node) { PendingTask discarded(node); },
+               [](std::size_t) { return std::numeric_limits<std::size_t>::max(); });
+  stopped_ = true;
 }
 
 }  // namespace wheeltimer::detail

@@ -62,7 +62,12 @@ class WheelCore {
 
   TimerFuture schedule_at(Task task, Clock::time_point deadline);
   TimerFuture adopt(PendingTask task);
+  // Throws std::bad_alloc if it finds no memory to hand the tasks back in; every task it had
+  // taken out by then is kept, and the next call returns them with the rest.
   std::vector<PendingTask> stop();
+  // stop() for the destructor: cancels what stop() would hand back, and allocates nothing, so it
+  // cannot run out of memory.
+  void stop_discarding() noexcept;
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
   // Tasks linked in the wheel now. The indicator owns the wheel: read this only while it is
@@ -108,6 +113,17 @@ class WheelCore {
   void release_executor() noexcept;
   void prune_dispatched();
 
+  // stop()'s parts. Throws std::logic_error when called from one of the timer's own tasks.
+  void refuse_stop_from_own_task() const;
+  void halt_indicator();
+  // Takes every task out of the stopped timer: each that has not started is detached, settled
+  // and passed to `hand_back`; running ones are waited for, and the rest released. Before it
+  // takes anything out of the inbound queue it asks `room(n)`, n being how many wait there (a
+  // guess), how many it may take; so a hand_back that allocates can make room first, and a
+  // failure leaves the rest where they are.
+  template <class HandBack, class Room>
+  void take_out_all(HandBack&& hand_back, Room&& room);
+
   TimerOptions options_;  // not changed after construction, but ~WheelCore moves the executor out
   const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
@@ -146,8 +162,17 @@ class WheelCore {
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
   std::size_t prune_at_;
 
+  // Each task stop() hands back with its deadline, so sorting them reads no node (a million nodes
+  // are a million cache misses per comparison round).
+  struct HandedBack {
+    Clock::time_point deadline;
+    PendingTask task;
+  };
+
   std::mutex stop_mutex_;
   bool stopped_ = false;  // guarded by stop_mutex_
+  // What a stop() that ran out of memory had taken out, for the next one; guarded by stop_mutex_.
+  std::vector<HandedBack> handed_back_;
 
   std::thread indicator_;
 };

@@ -1,16 +1,20 @@
 // Running out of memory on the indicator's side: the due queue and the wheel's cascade queue, the
 // two structures the indicator grows while it works, keep every task and fire none early when an
-// allocation fails, and carry on once memory is back.
+// allocation fails, and carry on once memory is back. And in stop() and the destructor: no task
+// is lost or canceled by stop() running out of memory, and destroying a timer needs none.
 //
-// This binary replaces the global operator new, so a test can make every allocation of its own
-// thread fail for a while.
+// This binary replaces the global operator new, so a test can make the allocations of its own
+// thread fail for a while, all of them or all after the first few.
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <set>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <wheeltimer/wheeltimer.hpp>
 
 #include "due_queue.hpp"
 #include "lent_nodes.hpp"
@@ -19,6 +23,7 @@
 
 namespace {
 thread_local bool out_of_memory = false;
+thread_local int allocations_left = -1;  // before out_of_memory; -1: no limit
 }  // namespace
 
 // GCC cannot see that these two pair with each other (malloc and free underneath).
@@ -26,12 +31,22 @@ thread_local bool out_of_memory = false;
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t bytes) {
-  if (out_of_memory) throw std::bad_alloc();
+  if (out_of_memory || allocations_left == 0) throw std::bad_alloc();
+  if (allocations_left > 0) --allocations_left;
   if (void* memory = std::malloc(bytes == 0 ? 1 : bytes)) return memory;
   throw std::bad_alloc();
 }
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+// The nothrow forms too (std::stable_sort's scratch buffer), so they fail alike and pair with free.
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(bytes);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
 
 namespace wheeltimer::detail {
 namespace {
@@ -44,6 +59,11 @@ constexpr auto kTick = 1ms;
 struct OutOfMemory {
   OutOfMemory() { out_of_memory = true; }
   ~OutOfMemory() { out_of_memory = false; }
+};
+// The same, after the first `allowed` allocations.
+struct OutOfMemoryAfter {
+  explicit OutOfMemoryAfter(int allowed) { allocations_left = allowed; }
+  ~OutOfMemoryAfter() { allocations_left = -1; }
 };
 
 class AllocationFailureTest : public ::testing::Test {
@@ -134,6 +154,85 @@ TEST_F(AllocationFailureTest, WheelResumesACascadeItHadNoMemoryToQueue) {
             std::set<TaskNode*>(nodes_.all().begin(), nodes_.all().end()));
   EXPECT_EQ(taken.size(), static_cast<std::size_t>(kNodes));
   EXPECT_EQ(wheel.size(), 0u);
+}
+
+
+// stop() fails at each of its allocations in turn (until it needs no more than it is allowed). The
+// tasks it had taken out are neither canceled nor lost: the next stop() hands every one back, in
+// deadline order; or, if the timer is destroyed instead, they are canceled with the rest.
+constexpr std::size_t kTimerTasks = 1000;
+constexpr int kMostAllocationsInStop = 64;  // far more than stop() makes: ends a runaway loop
+
+std::vector<TimerFuture> schedule_far_tasks(HashedWheelTimer& timer, Clock::time_point first) {
+  std::vector<TimerFuture> futures;
+  for (std::size_t i = 0; i < kTimerTasks; ++i) {
+    futures.push_back(timer.schedule_at([] {}, first + i * 1ms));
+  }
+  return futures;
+}
+
+// Runs timer.stop() with only `allowed` allocations; true if it ran out.
+bool stop_with(HashedWheelTimer& timer, int allowed, std::vector<PendingTask>& handed_back) {
+  const OutOfMemoryAfter limit(allowed);
+  try {
+    handed_back = timer.stop();
+  } catch (const std::bad_alloc&) {
+    return true;
+  }
+  return false;
+}
+
+TEST(StopOutOfMemory, TheNextStopHandsBackEveryTask) {
+  for (int allowed = 0;; ++allowed) {
+    ASSERT_LT(allowed, kMostAllocationsInStop);
+    HashedWheelTimer timer;
+    const Clock::time_point first = Clock::now() + 1h;
+    std::vector<TimerFuture> futures = schedule_far_tasks(timer, first);
+    std::vector<PendingTask> handed_back;
+    const bool ran_out = stop_with(timer, allowed, handed_back);
+    if (ran_out) {
+      EXPECT_THROW(timer.schedule([] {}, 1ms), Stopped) << "allowed " << allowed;
+      handed_back = timer.stop();
+    }
+    ASSERT_EQ(handed_back.size(), kTimerTasks) << "allowed " << allowed;
+    for (std::size_t i = 0; i < kTimerTasks; ++i) {
+      EXPECT_EQ(handed_back[i].deadline(), first + i * 1ms) << "allowed " << allowed;
+      EXPECT_EQ(futures[i].state(), TaskState::waiting) << "allowed " << allowed;
+    }
+    EXPECT_EQ(timer.pending(), 0u);
+    EXPECT_TRUE(timer.stop().empty());
+    if (!ran_out) break;
+  }
+}
+
+TEST(StopOutOfMemory, DestroyingTheTimerInsteadCancelsEveryTask) {
+  for (int allowed = 0;; ++allowed) {
+    ASSERT_LT(allowed, kMostAllocationsInStop);
+    std::vector<TimerFuture> futures;
+    bool ran_out = false;
+    {
+      HashedWheelTimer timer;
+      futures = schedule_far_tasks(timer, Clock::now() + 1h);
+      std::vector<PendingTask> handed_back;
+      ran_out = stop_with(timer, allowed, handed_back);
+      if (!ran_out) handed_back.clear();  // discarded, as the destructor would
+    }
+    for (const TimerFuture& future : futures) {
+      ASSERT_EQ(future.state(), TaskState::canceled) << "allowed " << allowed;
+    }
+    if (!ran_out) break;
+  }
+}
+
+TEST(StopOutOfMemory, DestroyingATimerNeedsNoMemory) {
+  std::vector<TimerFuture> futures;
+  {
+    auto timer = std::make_unique<HashedWheelTimer>();
+    futures = schedule_far_tasks(*timer, Clock::now() + 1h);
+    const OutOfMemory no_memory;
+    timer.reset();
+  }
+  for (const TimerFuture& future : futures) ASSERT_EQ(future.state(), TaskState::canceled);
 }
 
 }  // namespace

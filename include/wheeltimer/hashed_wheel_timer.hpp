@@ -35,7 +35,8 @@ class HashedWheelTimer final : public Timer {
   // Starts the indicator thread. Invalid options (tick <= 0, wheel_size 0 or > 2^30) are
   // std::invalid_argument naming the value.
   explicit HashedWheelTimer(TimerOptions options = {});
-  // stop(), discarding what it returns.
+  // stop(), discarding what it returns (those tasks are canceled), without allocating: it cannot
+  // run out of memory.
   ~HashedWheelTimer() override;
   HashedWheelTimer(const HashedWheelTimer&) = delete;
   HashedWheelTimer& operator=(const HashedWheelTimer&) = delete;
@@ -50,7 +51,8 @@ class HashedWheelTimer final : public Timer {
   // Idempotent: the first call stops ticking at once (it never waits out a tick), waits for tasks
   // that are RUNNING, and returns every task that has not started (in the wheel, in the inbound
   // queue, or queued in the executor) ordered by deadline. Later and concurrent calls return an
-  // empty vector once the timer has fully stopped.
+  // empty vector once the timer has fully stopped. Out of memory: std::bad_alloc, and the tasks
+  // taken out so far are kept for the next call, which hands them back with the rest.
   std::vector<PendingTask> stop() override;
 
   // Schedules a task handed back by another timer's stop() at its original deadline, keeping its
