@@ -576,11 +576,23 @@ std::vector<PendingTask> WheelCore::stop() {
 }
 
 void WheelCore::stop_discarding() noexcept {
+  // From one of the timer's own tasks, stop() throws std::logic_error: a precondition violation,
+  // and here it terminates, as a throwing destructor would.
+  try {
+    // Dropping what stop() hands back frees the nodes in deadline order, which for timeouts of
+    // one length is the order they were allocated in, so the node pool hands them out again in
+    // that order. (Freed in wheel order instead, the cells of a destroyed timer of 1,000,000 left
+    // wheeltimer-micro's schedule row after it at 121 ns wall instead of 69, and cancel at 71
+    // instead of 23.)
+    stop();
+    return;
+  } catch (const std::bad_alloc&) {
+    // No memory to hand them back in: canceled where they lie.
+  }
   std::lock_guard<std::mutex> guard(stop_mutex_);
   if (stopped_) return;
-  refuse_stop_from_own_task();  // a precondition violation: terminates, as a throwing destructor
   halt_indicator();
-  handed_back_.clear();  // taken out by a stop() that ran out of memory: canceled now
+  handed_back_.clear();  // taken out by the stop() that ran out of memory
   take_out_all([](TaskNode* node) { PendingTask discarded(node); },
                [](std::size_t) { return std::numeric_limits<std::size_t>::max(); });
   stopped_ = true;

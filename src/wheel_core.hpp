@@ -65,8 +65,8 @@ class WheelCore {
   // Throws std::bad_alloc if it finds no memory to hand the tasks back in; every task it had
   // taken out by then is kept, and the next call returns them with the rest.
   std::vector<PendingTask> stop();
-  // stop() for the destructor: cancels what stop() would hand back, and allocates nothing, so it
-  // cannot run out of memory.
+  // stop() for the destructor: cancels what stop() would hand back; out of memory, it cancels
+  // them where they lie, allocating nothing, so it never fails.
   void stop_discarding() noexcept;
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }

@@ -35,8 +35,8 @@ class HashedWheelTimer final : public Timer {
   // Starts the indicator thread. Invalid options (tick <= 0, wheel_size 0 or > 2^30) are
   // std::invalid_argument naming the value.
   explicit HashedWheelTimer(TimerOptions options = {});
-  // stop(), discarding what it returns (those tasks are canceled), without allocating: it cannot
-  // run out of memory.
+  // stop(), discarding what it returns (those tasks are canceled). Out of memory, it cancels them
+  // without handing them back, so it never fails.
   ~HashedWheelTimer() override;
   HashedWheelTimer(const HashedWheelTimer&) = delete;
   HashedWheelTimer& operator=(const HashedWheelTimer&) = delete;
