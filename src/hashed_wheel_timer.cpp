@@ -7,7 +7,8 @@ namespace wheeltimer {
 HashedWheelTimer::HashedWheelTimer(TimerOptions options)
     : core_(std::make_unique<detail::WheelCore>(std::move(options))) {}
 
-HashedWheelTimer::~HashedWheelTimer() { core_->stop_discarding(); }
+// ~WheelCore stops the timer (WheelCore::stop_discarding()).
+HashedWheelTimer::~HashedWheelTimer() = default;
 
 TimerFuture HashedWheelTimer::schedule_at(Task task, Clock::time_point deadline) {
   return core_->schedule_at(std::move(task), deadline);

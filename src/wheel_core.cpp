@@ -481,14 +481,6 @@ void WheelCore::prune_dispatched() {
 
 // ---- stop() ----------------------------------------------------------------------------------
 
-void WheelCore::refuse_stop_from_own_task() const {
-  if (running_in == this) {
-    throw std::logic_error(
-        "wheeltimer: stop() called from inside one of the timer's own tasks (it would wait for "
-        "itself)");
-  }
-}
-
 void WheelCore::halt_indicator() {
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
   stopping_.store(true, std::memory_order_relaxed);
@@ -540,7 +532,11 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
 }
 
 std::vector<PendingTask> WheelCore::stop() {
-  refuse_stop_from_own_task();
+  if (running_in == this) {
+    throw std::logic_error(
+        "wheeltimer: stop() called from inside one of the timer's own tasks (it would wait for "
+        "itself)");
+  }
   std::lock_guard<std::mutex> guard(stop_mutex_);
   if (stopped_) return {};
   halt_indicator();

@@ -113,8 +113,7 @@ class WheelCore {
   void release_executor() noexcept;
   void prune_dispatched();
 
-  // stop()'s parts. Throws std::logic_error when called from one of the timer's own tasks.
-  void refuse_stop_from_own_task() const;
+  // stop()'s parts.
   void halt_indicator();
   // Takes every task out of the stopped timer: each that has not started is detached, settled
   // and passed to `hand_back`; running ones are waited for, and the rest released. Before it

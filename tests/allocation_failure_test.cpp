@@ -156,7 +156,6 @@ TEST_F(AllocationFailureTest, WheelResumesACascadeItHadNoMemoryToQueue) {
   EXPECT_EQ(wheel.size(), 0u);
 }
 
-
 // stop() fails at each of its allocations in turn (until it needs no more than it is allowed). The
 // tasks it had taken out are neither canceled nor lost: the next stop() hands every one back, in
 // deadline order; or, if the timer is destroyed instead, they are canceled with the rest.
