@@ -140,10 +140,14 @@ void TaskNode::finish_cancel(std::uint32_t old_word) noexcept {
   if (old_word & kWaiter) wake_waiters();
 }
 
-void TaskNode::finish() noexcept {
-  // RUNNING (1) + 1 == FINISHED (2): one atomic add, no carry into the flag bits.
-  const auto old = word_.fetch_add(kFinished - kRunning, std::memory_order_acq_rel);
+void TaskNode::finish(std::uint32_t references) noexcept {
+  // RUNNING (1) + 1 == FINISHED (2): one atomic add, no carry into the flag bits, which also
+  // drops the references (a locked instruction less per task than a release() after it).
+  const std::uint64_t old = word_.fetch_add(
+      (kFinished - kRunning) - std::uint64_t{references} * kReference, std::memory_order_acq_rel);
+  // Waking reads no field of the node, so it is safe even if another owner has freed it since.
   if (old & kWaiter) wake_waiters();
+  if (references != 0 && old / kReference == references) destroy();
 }
 
 void TaskNode::wake_waiters() const noexcept {

@@ -116,9 +116,10 @@ class TaskNode {
   }
 
   // Runs a started (RUNNING) task: destroys the captures afterwards, stores what it threw, tells
-  // `on_error` (swallowing what that throws), then publishes FINISHED.
+  // `on_error` (swallowing what that throws), then publishes FINISHED, dropping `references` of
+  // the caller's references in the same atomic step (so the node may be gone on return).
   template <class OnError>
-  void run(OnError&& on_error) noexcept {
+  void run(OnError&& on_error, std::uint32_t references = 0) noexcept {
     std::exception_ptr thrown;
     try {
       ops_->invoke(storage());
@@ -134,7 +135,7 @@ class TaskNode {
       } catch (...) {
       }
     }
-    finish();
+    finish(references);
   }
 
   // Blocks until FINISHED or CANCELED or `limit`; time_point::max() means no limit.
@@ -190,7 +191,7 @@ class TaskNode {
   bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
   // Settles a node this thread took out of WAITING into CANCELED.
   void finish_cancel(std::uint32_t old_word) noexcept;
-  void finish() noexcept;
+  void finish(std::uint32_t references) noexcept;
   void wake_waiters() const noexcept;
 
   mutable std::atomic<std::uint64_t> word_;

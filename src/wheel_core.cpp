@@ -118,7 +118,10 @@ class WheelCore::ExecutorWork {
   }
 
   void operator()() noexcept {
-    if (node_ != nullptr && node_->start_dispatched(epoch_)) core_->run_started(node_);
+    // The run drops this wrapper's reference in the step that publishes FINISHED.
+    if (node_ != nullptr && node_->start_dispatched(epoch_)) {
+      core_->run_started(std::exchange(node_, nullptr), 1);
+    }
   }
 
  private:
@@ -419,8 +422,12 @@ void WheelCore::fire_due(Clock::time_point now) {
 
 void WheelCore::dispatch(TaskNode* node) {
   if (!options_.executor) {
-    if (node->start_attached()) run_started(node);
-    node->release();
+    // The wheel's reference goes with the run's last step, or here if the task was canceled.
+    if (node->start_attached()) {
+      run_started(node, 1);
+    } else {
+      node->release();
+    }
     return;
   }
   const auto epoch = node->mark_dispatched();
@@ -452,10 +459,10 @@ void WheelCore::refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr w
   node->refuse(epoch);
 }
 
-void WheelCore::run_started(TaskNode* node) noexcept {
+void WheelCore::run_started(TaskNode* node, std::uint32_t references) noexcept {
   settled_one();
   const WheelCore* outer = std::exchange(running_in, this);
-  node->run([this](const std::exception_ptr& error) { report(error); });
+  node->run([this](const std::exception_ptr& error) { report(error); }, references);
   running_in = outer;
 }
 

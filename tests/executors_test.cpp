@@ -425,6 +425,66 @@ TEST_P(TimerWithExecutorTest, ExecutorSharedByTwoTimers) {
   EXPECT_EQ(runs.load(), 2);
 }
 
+// Counts what tasks threw: how many were thrown, and how many are still alive. A finished task's
+// node holds what it threw until the node is freed, so this shows when nodes are freed.
+class ThrownTracker {
+ public:
+  struct Thrown {
+    explicit Thrown(ThrownTracker* owner) : tracker(owner) { tracker->change(1, 1); }
+    Thrown(const Thrown& other) : tracker(other.tracker) { tracker->change(0, 1); }
+    Thrown& operator=(const Thrown&) = delete;
+    ~Thrown() { tracker->change(0, -1); }
+    ThrownTracker* tracker;
+  };
+
+  int alive() {
+    std::lock_guard lock(mutex_);
+    return alive_;
+  }
+  // Waits until `thrown` were thrown and none of them is alive any more.
+  bool wait_all_freed(int thrown) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kMustHappen,
+                             [&] { return thrown_ == thrown && alive_ == 0; });
+  }
+
+ private:
+  void change(int thrown, int alive) {
+    std::lock_guard lock(mutex_);
+    thrown_ += thrown;
+    alive_ += alive;
+    changed_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int thrown_ = 0;
+  int alive_ = 0;
+};
+
+TEST_P(TimerWithExecutorTest, WhatATaskThrewLivesUntilItsLastHandleIsGone) {
+  constexpr int kDropped = 20;
+  ThrownTracker tracker;  // outlives the timer
+  std::promise<void> all_thrown;
+  std::atomic<int> throws{0};
+  const auto throwing = [&tracker, &throws, &all_thrown] {
+    if (throws.fetch_add(1) + 1 == kDropped + 1) all_thrown.set_value();
+    throw ThrownTracker::Thrown(&tracker);
+  };
+  {
+    HashedWheelTimer timer(TimerOptions{.executor = GetParam().make()});
+    TimerFuture held = timer.schedule(throwing, 0ms);
+    ASSERT_TRUE(held.wait_for(kMustHappen));
+    ASSERT_NE(held.exception(), nullptr);
+    EXPECT_EQ(tracker.alive(), 1) << "freed while its future still holds it";
+    // Handles dropped at once: whoever holds the last reference frees each node, on whatever
+    // thread, once its task is over.
+    for (int i = 0; i < kDropped; ++i) timer.schedule(throwing, std::chrono::milliseconds(i % 3));
+    ASSERT_EQ(all_thrown.get_future().wait_for(kMustHappen), std::future_status::ready);
+    EXPECT_GE(tracker.alive(), 1);  // `held` still holds its own
+  }
+  EXPECT_TRUE(tracker.wait_all_freed(kDropped + 1)) << tracker.alive() << " never freed";
+}
+
 INSTANTIATE_TEST_SUITE_P(Executors, TimerWithExecutorTest,
                          ::testing::ValuesIn(wheeltimer::testing::executor_kinds(16)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {
