@@ -35,8 +35,12 @@ void PendingTask::run() noexcept {
   detail::TaskNode* node = release();
   if (node == nullptr) return;
   // The timer that handed the task back may be gone: the exception reaches only the future.
-  if (node->start_detached()) node->run([](const std::exception_ptr&) {});
-  node->release();
+  // This handle's reference goes with the run's last step, or here if the task was canceled.
+  if (node->start_detached()) {
+    node->run([](const std::exception_ptr&) {}, 1);
+  } else {
+    node->release();
+  }
 }
 
 }  // namespace wheeltimer

@@ -37,6 +37,12 @@ WaitStripe& stripe_for(const TaskNode* node) noexcept {
   return stripes[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
 }
 
+void wake_all(WaitStripe& stripe) noexcept {
+  // Taking the lock orders this wake-up after any waiter that set kWaiter has started waiting.
+  { std::lock_guard<std::mutex> lock(stripe.mutex); }
+  stripe.settled.notify_all();
+}
+
 }  // namespace
 
 TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* owner) {
@@ -137,24 +143,18 @@ bool TaskNode::attach(WheelCore* owner) noexcept {
 
 void TaskNode::finish_cancel(std::uint32_t old_word) noexcept {
   destroy_callable();
-  if (old_word & kWaiter) wake_waiters();
+  if (old_word & kWaiter) wake_all(stripe_for(this));
 }
 
 void TaskNode::finish(std::uint32_t references) noexcept {
+  // Picked first: once the add has dropped our references, another owner may free the node.
+  WaitStripe& stripe = stripe_for(this);
   // RUNNING (1) + 1 == FINISHED (2): one atomic add, no carry into the flag bits, which also
   // drops the references (a locked instruction less per task than a release() after it).
   const std::uint64_t old = word_.fetch_add(
       (kFinished - kRunning) - std::uint64_t{references} * kReference, std::memory_order_acq_rel);
-  // Waking reads no field of the node, so it is safe even if another owner has freed it since.
-  if (old & kWaiter) wake_waiters();
-  if (references != 0 && old / kReference == references) destroy();
-}
-
-void TaskNode::wake_waiters() const noexcept {
-  WaitStripe& stripe = stripe_for(this);
-  // Taking the lock orders this wake-up after any waiter that set kWaiter has started waiting.
-  { std::lock_guard<std::mutex> lock(stripe.mutex); }
-  stripe.settled.notify_all();
+  if (old & kWaiter) wake_all(stripe);
+  if (old / kReference == references) destroy();
 }
 
 bool TaskNode::wait_until(Clock::time_point limit) const {

@@ -116,10 +116,10 @@ class TaskNode {
   }
 
   // Runs a started (RUNNING) task: destroys the captures afterwards, stores what it threw, tells
-  // `on_error` (swallowing what that throws), then publishes FINISHED, dropping `references` of
-  // the caller's references in the same atomic step (so the node may be gone on return).
+  // `on_error` (swallowing what that throws), then publishes FINISHED, dropping `references` (at
+  // least one) of the caller's references in the same atomic step: the node may be gone on return.
   template <class OnError>
-  void run(OnError&& on_error, std::uint32_t references = 0) noexcept {
+  void run(OnError&& on_error, std::uint32_t references) noexcept {
     std::exception_ptr thrown;
     try {
       ops_->invoke(storage());
@@ -192,7 +192,6 @@ class TaskNode {
   // Settles a node this thread took out of WAITING into CANCELED.
   void finish_cancel(std::uint32_t old_word) noexcept;
   void finish(std::uint32_t references) noexcept;
-  void wake_waiters() const noexcept;
 
   mutable std::atomic<std::uint64_t> word_;
   WheelCore* owner_;

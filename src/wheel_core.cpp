@@ -498,23 +498,23 @@ void WheelCore::halt_indicator() {
 template <class HandBack, class Room>
 void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
   // The indicator has exited: its wheel, queues and dispatched list are ours now.
+  // Hands the node (and its reference) back if it has not started; false if it has started or
+  // was canceled, and then the reference is still the caller's.
+  const auto take_back = [&](TaskNode* node) {
+    if (!node->detach()) return false;
+    settled_one();
+    hand_back(node);
+    return true;
+  };
   const auto reclaim = [&](TaskNode* node) {
-    if (node->detach()) {
-      settled_one();
-      hand_back(node);
-    } else {
-      node->release();
-    }
+    if (!take_back(node)) node->release();
   };
   wheel_.drain(reclaim);
   due_.drain(reclaim);
   // Handed to the executor: every queued one is taken out before any running one is waited for,
   // so none of them can start meanwhile. Only these can be running.
   for (TaskNode*& node : dispatched_) {
-    if (node->detach()) {
-      settled_one();
-      hand_back(std::exchange(node, nullptr));
-    }
+    if (take_back(node)) node = nullptr;
   }
   for (TaskNode* node : std::exchange(dispatched_, {})) {
     if (node == nullptr) continue;
