@@ -48,6 +48,18 @@ TEST_F(SaturatingDeadlineTest, OtherHugeIntegralDelaysSaturate) {
   EXPECT_EQ(saturating_deadline(std::chrono::hours(24 * 365 * 400), now_), kEnd);
 }
 
+#if defined(__SIZEOF_INT128__) && !defined(__STRICT_ANSI__)
+// GNU mode (this test is built with gnu++20): the standard library counts __int128 as integral.
+// A delay beyond 64 bits must saturate, not be cut down to its low 64 bits.
+TEST_F(SaturatingDeadlineTest, Int128DelaysSaturate) {
+  __extension__ typedef __int128 Int128;
+  using Int128Milliseconds = std::chrono::duration<Int128, std::milli>;
+  static_assert(std::is_integral_v<Int128>);
+  EXPECT_EQ(saturating_deadline(Int128Milliseconds((Int128{1} << 64) + 5), now_), kEnd);
+  EXPECT_EQ(saturating_deadline(Int128Milliseconds(5), now_), now_ + std::chrono::milliseconds(5));
+}
+#endif
+
 TEST_F(SaturatingDeadlineTest, HugeFloatingPointDelaysSaturate) {
   EXPECT_EQ(saturating_deadline(std::chrono::duration<double>(1e300), now_), kEnd);
   EXPECT_EQ(

@@ -29,9 +29,11 @@ Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
   }
   if (delay <= delay.zero()) return now;
   const auto headroom = Clock::time_point::max() - now;
-  if constexpr (std::is_integral_v<Rep> && std::ratio_divide<Period, Clock::period>::den == 1) {
+  if constexpr (std::is_integral_v<Rep> && sizeof(Rep) <= sizeof(std::intmax_t) &&
+                std::ratio_divide<Period, Clock::period>::den == 1) {
     // Whole nanoseconds (ns, us, ms, s, min, h...): exact in integers, and a few ns cheaper than
-    // long double on every schedule().
+    // long double on every schedule(). (Wider integers, such as __int128 in GNU mode, take the
+    // long double path: uintmax_t would cut them down.)
     constexpr auto kUnit = std::ratio_divide<Period, Clock::period>::num;  // ns per unit
     const auto fitting_units = headroom.count() / kUnit;  // the most that can be added to now
     // Both are >= 0 here, so unsigned comparison is exact for any integral Rep (char included).
