@@ -59,10 +59,12 @@ TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* own
 
 void TaskNode::destroy() noexcept {
   // The storage still holds the callable if the task neither ran nor was canceled (a schedule
-  // that failed after creating the node), and what it threw if it FINISHED.
-  if (ops_ != nullptr) {
+  // that failed after creating the node), and what it threw if it FINISHED. A canceled task's
+  // captures died in cancel(), and its ops_ word may hold a stale list link.
+  const TaskState settled_as = state();
+  if (settled_as == TaskState::waiting) {
     destroy_callable();
-  } else if (state() == TaskState::finished) {
+  } else if (settled_as == TaskState::finished) {
     stored_error().~exception_ptr();
   }
   const bool pooled = (word_.load(std::memory_order_relaxed) & kPooled) != 0;
@@ -86,9 +88,13 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
       mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
       [](std::uint32_t w) { return std::uint64_t{(w & kQueued) == kQueued}; });
   if (!old) return false;
+  // The owner may link the node into a list through its ops_ word, so the captures are destroyed
+  // through a copy; after pending() drops, so code in their destructors sees the task settled.
   // pending() drops before anyone is woken.
+  const Task::Ops* ops = std::exchange(ops_, nullptr);
   if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
-  finish_cancel(*old);
+  ops->destroy(storage());
+  if (*old & kWaiter) wake_all(stripe_for(this));
   return true;
 }
 
@@ -139,11 +145,6 @@ bool TaskNode::attach(WheelCore* owner) noexcept {
   return transition(kStateMask | kAttached, kWaiting,
                     [](std::uint32_t w) { return w | kAttached; })
       .has_value();
-}
-
-void TaskNode::finish_cancel(std::uint32_t old_word) noexcept {
-  destroy_callable();
-  if (old_word & kWaiter) wake_all(stripe_for(this));
 }
 
 void TaskNode::finish(std::uint32_t references) noexcept {

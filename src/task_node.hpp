@@ -26,7 +26,9 @@
 // Threads: the state word (with the reference count) is atomic; the callable (ops_ and the storage)
 // belongs to whoever won the transition out of WAITING; what it threw is read only once FINISHED is
 // observed; the wheel links belong to the owner's indicator thread (or to stop() once the
-// indicator has exited).
+// indicator has exited). A canceled node's ops_ word becomes its link in the owner's list of nodes
+// to unlink: written by the canceling thread before it pushes the node, then read by whoever takes
+// the list (see WheelCore::on_canceled).
 //
 // Memory ordering: transitions are acq_rel, so the winner of a transition sees everything the
 // scheduler wrote into the node; FINISHED is published with release after the exception_ptr is
@@ -141,6 +143,10 @@ class TaskNode {
   // Blocks until FINISHED or CANCELED or `limit`; time_point::max() means no limit.
   bool wait_until(Clock::time_point limit) const;
 
+  // The next node in a list of canceled nodes waiting to be unlinked from their owner's wheel.
+  TaskNode* next_canceled() const noexcept { return next_canceled_; }
+  void set_next_canceled(TaskNode* next) noexcept { next_canceled_ = next; }
+
   // --- Indicator-only fields: the wheel's intrusive list. `pprev` points at the link that points
   // here (a slot head or the previous node's `next`), so unlinking needs no slot lookup; it is
   // null while the node is not in the wheel. ---
@@ -189,14 +195,15 @@ class TaskNode {
   }
   bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
   bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
-  // Settles a node this thread took out of WAITING into CANCELED.
-  void finish_cancel(std::uint32_t old_word) noexcept;
   void finish(std::uint32_t references) noexcept;
 
   mutable std::atomic<std::uint64_t> word_;
   WheelCore* owner_;
   const Clock::time_point deadline_;
-  const Task::Ops* ops_ = nullptr;  // the callable's operations; null once it is destroyed
+  union {
+    const Task::Ops* ops_ = nullptr;  // the callable's operations; null once it is destroyed
+    TaskNode* next_canceled_;         // once canceled: see next_canceled()
+  };
 };
 
 // The header keeps the storage after it word-aligned, as the callable and exception_ptr need, and

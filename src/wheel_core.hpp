@@ -16,7 +16,7 @@
 // flag into one word, so "is it stopping?" and "count me" are one atomic step: a producer either
 // sees the flag and backs out, or is counted before stop() sets it, and then stop() keeps draining
 // the inbound queue until that task (like every other accepted one) has been reclaimed and
-// pending() is zero. Settling is spread over `settled_`, counters on cache lines of their own,
+// pending() is zero. Settling is spread over `stripes_`, counters on cache lines of their own,
 // one picked per thread, so threads canceling at once do not fight over one line; pending() and a
 // max_pending check that fails sum them up (see admit() and pending() in wheel_core.cpp).
 //
@@ -29,6 +29,7 @@
 // tasks of a schedule-and-cancel stream never pile up waiting for a far-off wake-up.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -77,7 +78,7 @@ class WheelCore {
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
   // a node attached here; `in_wheel` if the indicator had linked it into the wheel, and then with
-  // a reference for the queue of nodes to unlink.
+  // a reference for the list of nodes to unlink, which it links through the node's ops_ word.
   void on_canceled(TaskNode* node, bool in_wheel) noexcept;
 
  private:
@@ -86,8 +87,10 @@ class WheelCore {
   // Counts one task in, or throws Stopped/Rejected; the caller then pushes it. True for every
   // kHousekeepingPushes-th task.
   bool admit(const char* operation);
+  struct Stripe;
+  Stripe& own_stripe() noexcept;  // the calling thread's stripe of stripes_
   void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)
-  std::uint64_t settled_sum() const noexcept;  // all of settled_, wrapping
+  std::uint64_t settled_sum() const noexcept;  // all of the stripes' settled counts, wrapping
   std::uint64_t outstanding() const noexcept;  // pending() before the max_pending cap
 
   // After a push: wakes a sleeping indicator if the task is due before it would wake, or for
@@ -99,7 +102,14 @@ class WheelCore {
   void run_indicator();
   void transfer_inbound();
   // Unlinks up to kMaxNodesPerRound canceled nodes; true if it stopped at that cap.
-  bool unlink_canceled();
+  bool unlink_canceled() noexcept;
+  bool take_canceled() noexcept;     // moves one stripe's lists into unlinking_; false if all empty
+  void release_canceled() noexcept;  // drops every listed canceled node's list reference
+  // Passes up to `limit` listed canceled nodes (each with its list's reference) to `handle`, one
+  // off each list in turn: about the reverse order of their cancels. True if it stopped at
+  // `limit`.
+  template <class Handle>
+  bool for_each_canceled(std::size_t limit, Handle&& handle) noexcept;
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
   Clock::time_point next_wake();
@@ -142,15 +152,23 @@ class WheelCore {
 #if defined(__SANITIZE_THREAD__)
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif
-  // Settled counts, wrapping; a thread adds to one stripe only (see settled_one()).
-  struct alignas(64) SettledStripe {
-    std::atomic<std::uint64_t> count{0};
+  // A thread settles tasks into one stripe's count and lists the nodes it cancels out of the wheel
+  // on that stripe: threads canceling at once share no line, and a cancel touches one line of the
+  // timer. The lists are intrusive (linked through TaskNode::next_canceled()), so a cancel never
+  // allocates; any thread pushes, and only the indicator (or stop()) takes a list, whole. Walking
+  // one list waits out a cache miss per node; a stripe has kCanceledLists, filled in turn, so the
+  // indicator walks them side by side and their misses overlap.
+  static constexpr std::size_t kCanceledLists = 7;  // with the count, one cache line
+  using CanceledLists = std::array<TaskNode*, kCanceledLists>;
+  struct alignas(64) Stripe {
+    std::atomic<std::uint64_t> settled{0};  // wrapping
+    // Each listed node holds a reference for its list.
+    std::array<std::atomic<TaskNode*>, kCanceledLists> canceled{};
   };
-  static constexpr std::size_t kSettledStripes = 16;
-  SettledStripe settled_[kSettledStripes];
+  static constexpr std::size_t kStripes = 16;
+  Stripe stripes_[kStripes];
 
   alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
-  moodycamel::ConcurrentQueue<TaskNode*> canceled_;  // each entry holds a reference
 
   // Indicator-owned state.
   // stop() has begun: what the indicator reads, so that it never reads control_, which every
@@ -158,6 +176,7 @@ class WheelCore {
   std::atomic<bool> stopping_{false};
   bool stop_requested() const noexcept { return stopping_.load(std::memory_order_relaxed); }
   Wheel wheel_;
+  CanceledLists unlinking_{};  // the rest of the lists taken by unlink_canceled()
   DueQueue due_;  // nodes whose tick has begun, each with the wheel's reference
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
   std::size_t prune_at_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -236,6 +237,34 @@ TEST_F(WheelTest, EveryCanceledTaskLeavesTheWheelAtTheNextWakeUp) {
   EXPECT_EQ(wheel->linked(), 1u);
   EXPECT_EQ(wheel->pending(), 1u);
   EXPECT_EQ(fired_ids(), std::vector<int>{2});
+}
+
+// Cancels from many threads at once go onto separate lists (one set per thread's stripe); the
+// next wake-up unlinks every one of them, from every list.
+TEST_F(WheelTest, CanceledTasksFromManyThreadsAllLeaveTheWheel) {
+  auto wheel = make_wheel(512);
+  constexpr std::size_t kThreads = 20;  // more than the stripes, so some threads share one
+  constexpr std::size_t kPerThread = 1000;
+  std::vector<std::vector<TimerFuture>> timeouts(kThreads);
+  for (auto& mine : timeouts) {
+    for (std::size_t i = 0; i < kPerThread; ++i) mine.push_back(schedule(*wheel, 1, start_ + 2h));
+  }
+  schedule(*wheel, 0, start_ + 1h);
+  schedule(*wheel, 2, start_);  // due now: the wake-up takes them all into the wheel
+  clock_->advance(0ns);
+  ASSERT_EQ(wheel->linked(), kThreads * kPerThread + 1);
+  std::vector<std::thread> cancelers;
+  for (auto& mine : timeouts) {
+    cancelers.emplace_back([&mine] {
+      for (TimerFuture& timeout : mine) EXPECT_TRUE(timeout.cancel());
+    });
+  }
+  for (std::thread& canceler : cancelers) canceler.join();
+  EXPECT_EQ(wheel->pending(), 1u);
+  schedule(*wheel, 3, start_);
+  clock_->advance(0ns);
+  EXPECT_EQ(wheel->linked(), 1u);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{2, 3}));
 }
 
 // The machine was suspended: the clock jumps 1000 ticks at once. The wheel catches up tick by
