@@ -81,12 +81,12 @@ std::exception_ptr TaskNode::error() const noexcept {
 bool TaskNode::cancel() noexcept { return cancel_if(kStateMask, kWaiting); }
 
 bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
-  // A node in the wheel goes into the owner's queue of nodes to unlink: the queue's reference is
+  // A node in the wheel goes on the owner's list of nodes to unlink: the list's reference is
   // taken here, in the same step.
-  constexpr std::uint32_t kQueued = kAttached | kInWheel;
+  constexpr std::uint32_t kListed = kAttached | kInWheel;
   const auto old = transition(
       mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
-      [](std::uint32_t w) { return std::uint64_t{(w & kQueued) == kQueued}; });
+      [](std::uint32_t w) { return std::uint64_t{(w & kListed) == kListed}; });
   if (!old) return false;
   // The owner may link the node into a list through its ops_ word, so the captures are destroyed
   // through a copy; after pending() drops, so code in their destructors sees the task settled.

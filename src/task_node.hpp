@@ -17,9 +17,10 @@
 //   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
 //   bits 8-31  epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                           a stopped timer can never start the task after another timer adopted it
-//   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, and queue entries'.
-//                           In the same word so that cancel() takes the reference for the queue of
-//                           nodes to unlink in its transition, not with one more atomic step.
+//   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, queue entries' and
+//                           the list of canceled nodes'. In the same word so that cancel() takes
+//                           the reference for the list of nodes to unlink in its transition, not
+//                           with one more atomic step.
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
 // executor's refusal) is the one that lowers the owner's pending() count, so it drops exactly once.
 //
@@ -87,8 +88,8 @@ class TaskNode {
 
   // --- Transitions. Each returns whether this call made it. ---
 
-  // WAITING -> CANCELED from any thread. Lowers the owner's pending() and queues the node for
-  // unlinking if attached (with a reference taken in the same step if it was in the wheel), then
+  // WAITING -> CANCELED from any thread. Lowers the owner's pending() if attached, and lists the
+  // node for unlinking if it was in the wheel (with a reference taken in the same step), then
   // destroys the captures and wakes waiters.
   bool cancel() noexcept;
   // WAITING, attached, not dispatched -> RUNNING (the indicator running it inline).
@@ -201,8 +202,9 @@ class TaskNode {
   WheelCore* owner_;
   const Clock::time_point deadline_;
   union {
-    const Task::Ops* ops_ = nullptr;  // the callable's operations; null once it is destroyed
-    TaskNode* next_canceled_;         // once canceled: see next_canceled()
+    // The callable's operations; null once it is destroyed, unless a cancel reused the word:
+    const Task::Ops* ops_ = nullptr;
+    TaskNode* next_canceled_;  // once canceled: see next_canceled()
   };
 };
 

@@ -20,7 +20,7 @@ namespace wheeltimer::detail {
 namespace {
 
 // control_: bits 0-61 tasks admitted (wrapping), bit 63 "stop() has begun". The settled counts
-// (settled_) wrap at 2^64; counts are compared modulo 2^62.
+// (in stripes_) wrap at 2^64; counts are compared modulo 2^62.
 constexpr std::uint64_t kAdmittedMask = (std::uint64_t{1} << 62) - 1;
 constexpr std::uint64_t kStopping = std::uint64_t{1} << 63;
 
@@ -42,7 +42,7 @@ thread_local unsigned settle_stripe = kNoStripe;
 thread_local unsigned canceled_turn = 0;
 
 // A flood of schedule() or cancel() calls delays due tasks by at most this much work per round,
-// each (the rest waits in its queue for the next round, which follows at once). Netty takes
+// each (the rest waits in its queue or lists for the next round, which follows at once). Netty takes
 // 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s
 // scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
@@ -325,7 +325,8 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
   if (in_wheel) {
     std::atomic<TaskNode*>& list = stripe.canceled[canceled_turn];
     canceled_turn = canceled_turn + 1 == kCanceledLists ? 0 : canceled_turn + 1;
-    // Only whole lists are taken, never single nodes, so a node cannot come back meanwhile (ABA).
+    // Pushes and whole-list exchanges only: a head that was taken and came back (ABA) still makes
+    // a correct push, since the link written is the head compared.
     TaskNode* head = list.load(std::memory_order_relaxed);
     do {
       node->set_next_canceled(head);
@@ -424,11 +425,12 @@ void WheelCore::transfer_inbound() {
 // instead of 24-28 (`wheeltimer-micro`, repetitions after the first).
 template <class Handle>
 bool WheelCore::for_each_canceled(std::size_t limit, Handle&& handle) noexcept {
-  for (std::size_t taken = 0; taken < limit;) {
+  for (std::size_t taken = 0;;) {
     // One node off each list in turn; the one after it is fetched meanwhile.
     bool any = false;
     for (TaskNode*& list : unlinking_) {
       if (list == nullptr) continue;
+      if (taken == limit) return true;
       any = true;
       TaskNode* node = std::exchange(list, list->next_canceled());
       if (list != nullptr) __builtin_prefetch(list);
@@ -437,7 +439,6 @@ bool WheelCore::for_each_canceled(std::size_t limit, Handle&& handle) noexcept {
     }
     if (!any && !take_canceled()) return false;
   }
-  return true;
 }
 
 bool WheelCore::unlink_canceled() noexcept {

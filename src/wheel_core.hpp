@@ -6,7 +6,7 @@
 //    it onto the lock-free inbound queue; only the indicator (or stop(), after the indicator
 //    exits) pops it.
 //    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
-//  - TaskNode::cancel(): any thread; calls on_canceled(), which queues the node for unlinking.
+//  - TaskNode::cancel(): any thread; calls on_canceled(), which lists the node for unlinking.
 //  - The wheel, `dispatched_` and the consumer side of both queues: the indicator thread, and
 //    stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
@@ -153,8 +153,8 @@ class WheelCore {
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif
   // A thread settles tasks into one stripe's count and lists the nodes it cancels out of the wheel
-  // on that stripe: threads canceling at once share no line, and a cancel touches one line of the
-  // timer. The lists are intrusive (linked through TaskNode::next_canceled()), so a cancel never
+  // on that stripe: up to kStripes threads canceling at once share no line, and a cancel touches
+  // one line of the timer. The lists are intrusive (linked through TaskNode::next_canceled()), so a cancel never
   // allocates; any thread pushes, and only the indicator (or stop()) takes a list, whole. Walking
   // one list waits out a cache miss per node; a stripe has kCanceledLists, filled in turn, so the
   // indicator walks them side by side and their misses overlap.
