@@ -39,6 +39,7 @@
 #include <wheeltimer/clock.hpp>
 
 #include "slot_bitmap.hpp"
+#include "take_in_turn.hpp"
 #include "task_node.hpp"
 
 namespace wheeltimer::detail {
@@ -101,8 +102,7 @@ class Wheel {
   template <class Take>
   void cascade_some(std::size_t budget, Take&& take) {
     while (budget > 0 && !cascades_.empty()) {
-      const std::size_t moved = cascade_earliest(budget, take);
-      budget = moved >= budget ? 0 : budget - moved;
+      budget -= cascade_earliest(budget, take);
     }
   }
 
@@ -226,31 +226,20 @@ class Wheel {
     unlink_in_turn(cursors.data(), chains0_, std::numeric_limits<std::size_t>::max(), take);
   }
 
-  // Unlinks nodes from the fronts of `count` lists, one node of each list in turn, and passes
-  // each to `each`, until the lists are empty or at least `budget` were taken (the last turn may
-  // go up to count - 1 past it). The heads left in `lists` keep a stale `pprev`: the caller
-  // fixes them if the lists stay in use. Returns how many nodes it took.
+  // Unlinks nodes from the fronts of `count` lists with take_in_turn() and passes each to `each`,
+  // until the lists are empty or `budget` were taken. The heads left in `lists` keep a stale
+  // `pprev`: the caller fixes them if the lists stay in use. Returns how many nodes it took.
   template <class Each>
   std::size_t unlink_in_turn(TaskNode** lists, std::size_t count, std::size_t budget,
                              Each&& each) {
-    std::size_t taken = 0;
-    for (bool any = true; any && taken < budget;) {
-      any = false;
-      for (std::size_t list = 0; list < count; ++list) {
-        TaskNode* node = lists[list];
-        if (node == nullptr) continue;
-        any = true;
-        lists[list] = node->next;
-        // Ask for this list's next node now; it is needed only after every other list's turn.
-        if (node->next != nullptr) __builtin_prefetch(node->next, 1);
-        node->next = nullptr;
-        node->pprev = nullptr;
-        --size_;
-        each(node);
-        ++taken;
-      }
-    }
-    return taken;
+    return take_in_turn(
+        lists, count, budget, [](const TaskNode* node) { return node->next; },
+        [&](TaskNode* node) {
+          node->next = nullptr;
+          node->pprev = nullptr;
+          --size_;
+          each(node);
+        });
   }
 
   void link(TaskNode*& head, TaskNode* node) noexcept;

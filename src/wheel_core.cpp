@@ -15,6 +15,7 @@
 #include <wheeltimer/errors.hpp>
 
 #include "executor_thread.hpp"
+#include "take_in_turn.hpp"
 
 namespace wheeltimer::detail {
 namespace {
@@ -42,9 +43,9 @@ thread_local unsigned settle_stripe = kNoStripe;
 thread_local unsigned canceled_turn = 0;
 
 // A flood of schedule() or cancel() calls delays due tasks by at most this much work per round,
-// each (the rest waits in its queue or lists for the next round, which follows at once). Netty takes
-// 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s
-// scheduling loop.
+// each (the rest waits in its queue or lists for the next round, which follows at once). Netty
+// takes 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench
+// fire`'s scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
 constexpr std::size_t kBatch = 256;
 
@@ -425,20 +426,14 @@ void WheelCore::transfer_inbound() {
 // instead of 24-28 (`wheeltimer-micro`, repetitions after the first).
 template <class Handle>
 bool WheelCore::for_each_canceled(std::size_t limit, Handle&& handle) noexcept {
-  for (std::size_t taken = 0;;) {
-    // One node off each list in turn; the one after it is fetched meanwhile.
-    bool any = false;
-    for (TaskNode*& list : unlinking_) {
-      if (list == nullptr) continue;
-      if (taken == limit) return true;
-      any = true;
-      TaskNode* node = std::exchange(list, list->next_canceled());
-      if (list != nullptr) __builtin_prefetch(list);
-      handle(node);
-      ++taken;
-    }
-    if (!any && !take_canceled()) return false;
-  }
+  std::size_t taken = 0;
+  do {
+    taken += take_in_turn(
+        unlinking_.data(), unlinking_.size(), limit - taken,
+        [](const TaskNode* node) { return node->next_canceled(); }, handle);
+    if (taken == limit) return true;
+  } while (take_canceled());
+  return false;
 }
 
 bool WheelCore::unlink_canceled() noexcept {

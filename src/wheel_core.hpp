@@ -101,13 +101,12 @@ class WheelCore {
 
   void run_indicator();
   void transfer_inbound();
-  // Unlinks up to kMaxNodesPerRound canceled nodes; true if it stopped at that cap.
+  // Unlinks up to kMaxNodesPerRound canceled nodes; true if it reached that cap (more may wait).
   bool unlink_canceled() noexcept;
   bool take_canceled() noexcept;     // moves one stripe's lists into unlinking_; false if all empty
   void release_canceled() noexcept;  // drops every listed canceled node's list reference
   // Passes up to `limit` listed canceled nodes (each with its list's reference) to `handle`, one
-  // off each list in turn: about the reverse order of their cancels. True if it stopped at
-  // `limit`.
+  // off each list in turn: about the reverse order of their cancels. True if it took `limit`.
   template <class Handle>
   bool for_each_canceled(std::size_t limit, Handle&& handle) noexcept;
   // Starts every due task whose deadline has come, in deadline order.
@@ -154,10 +153,10 @@ class WheelCore {
 #endif
   // A thread settles tasks into one stripe's count and lists the nodes it cancels out of the wheel
   // on that stripe: up to kStripes threads canceling at once share no line, and a cancel touches
-  // one line of the timer. The lists are intrusive (linked through TaskNode::next_canceled()), so a cancel never
-  // allocates; any thread pushes, and only the indicator (or stop()) takes a list, whole. Walking
-  // one list waits out a cache miss per node; a stripe has kCanceledLists, filled in turn, so the
-  // indicator walks them side by side and their misses overlap.
+  // one line of the timer. The lists are intrusive (linked through TaskNode::next_canceled()), so
+  // a cancel never allocates; any thread pushes, and only the indicator (or stop()) takes a list,
+  // whole. Walking one list waits out a cache miss per node; a stripe has kCanceledLists, filled
+  // in turn, so the indicator walks them side by side (take_in_turn()) and their misses overlap.
   static constexpr std::size_t kCanceledLists = 7;  // with the count, one cache line
   using CanceledLists = std::array<TaskNode*, kCanceledLists>;
   struct alignas(64) Stripe {

@@ -74,6 +74,32 @@ TEST(WheelListsTest, UnlinkBetweenCascadeChunksKeepsEveryListWhole) {
   EXPECT_EQ(taken.size() + unlinked.size(), static_cast<std::size_t>(kNodes));
 }
 
+// cascade_some() moves exactly its budget, even when that ends partway through a turn of the
+// part's lists: all 100 nodes are due at tick 8 and spread over every list, so each node moved
+// goes to `take`.
+TEST(WheelListsTest, ACascadeChunkMovesExactlyItsBudget) {
+  const Clock::time_point start = Clock::now();
+  LentNodes nodes(start);
+  Wheel wheel(8, start, kTick);
+  constexpr int kNodes = 100;
+  for (int k = 0; k < kNodes; ++k) {
+    ASSERT_TRUE(wheel.insert(nodes.at(kTick * 8 + std::chrono::microseconds(k))));
+  }
+  std::size_t taken = 0;
+  const auto take = [&](TaskNode*) { ++taken; };
+  wheel.advance_to(8, take);  // queues the cascade of level-1 slot 1
+  ASSERT_TRUE(wheel.cascading());
+  const std::size_t before = taken;
+  wheel.cascade_some(5, take);
+  EXPECT_EQ(taken - before, 5u);
+  wheel.cascade_some(11, take);
+  EXPECT_EQ(taken - before, 16u);
+  wheel.cascade_some(1000, take);
+  EXPECT_EQ(taken, static_cast<std::size_t>(kNodes));
+  EXPECT_FALSE(wheel.cascading());
+  EXPECT_EQ(wheel.size(), 0u);
+}
+
 // A 64-slot level 0: level-1 slot 1 spans ticks 64-127, in eight parts of eight ticks.
 TEST(WheelListsTest, FinishingACascadeMovesOnlyThePartsThatHaveBegun) {
   const Clock::time_point start = Clock::now();
