@@ -1,5 +1,6 @@
-// take_in_turn() on its own: one node of each list in turn, exactly `budget` at most, what is
-// left stays in the lists, and the callback may reuse a node's link.
+// take_in_turn() on its own: one node of each list in turn, at most `budget` (stopping partway
+// through a turn if need be), what is left stays in the lists, and the callback may reuse a
+// node's link.
 #include <cstddef>
 #include <vector>
 
@@ -33,6 +34,9 @@ class Lists {
       if (previous == nullptr) heads_.push_back(nullptr);
     }
   }
+  Lists(const Lists&) = delete;  // heads_ points into storage_
+  Lists& operator=(const Lists&) = delete;
+
   Node** heads() { return heads_.data(); }
   std::size_t count() const { return heads_.size(); }
 
@@ -71,12 +75,23 @@ TEST(TakeInTurnTest, StopsAtExactlyTheBudgetPartwayThroughATurnAndGoesOnFromTher
   EXPECT_EQ(take(lists, 100), (std::vector<int>{102, 202}));
 }
 
+TEST(TakeInTurnTest, ABudgetOfExactlyTheNodesLeftTakesThemAll) {
+  Lists lists({2, 1});
+  std::size_t taken = 0;
+  EXPECT_EQ(take(lists, 3, &taken), (std::vector<int>{0, 100, 1}));
+  EXPECT_EQ(taken, 3u);
+  EXPECT_EQ(lists.heads()[0], nullptr);
+  EXPECT_EQ(lists.heads()[1], nullptr);
+}
+
 TEST(TakeInTurnTest, ABudgetOfZeroOrNoNodesTakesNothing) {
   Lists full({2, 2});
-  EXPECT_TRUE(take(full, 0).empty());
+  std::size_t taken = 1;
+  EXPECT_TRUE(take(full, 0, &taken).empty());
+  EXPECT_EQ(taken, 0u);
   EXPECT_EQ(full.heads()[0]->id, 0);
   Lists empty({0, 0, 0});
-  std::size_t taken = 1;
+  taken = 1;
   EXPECT_TRUE(take(empty, 10, &taken).empty());
   EXPECT_EQ(taken, 0u);
 }

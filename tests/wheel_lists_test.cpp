@@ -75,8 +75,8 @@ TEST(WheelListsTest, UnlinkBetweenCascadeChunksKeepsEveryListWhole) {
 }
 
 // cascade_some() moves exactly its budget, even when that ends partway through a turn of the
-// part's lists: all 100 nodes are due at tick 8 and spread over every list, so each node moved
-// goes to `take`.
+// part's lists: all 100 nodes are due at tick 8, spread by address over the part's lists, so
+// each node moved goes to `take`.
 TEST(WheelListsTest, ACascadeChunkMovesExactlyItsBudget) {
   const Clock::time_point start = Clock::now();
   LentNodes nodes(start);
