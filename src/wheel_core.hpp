@@ -7,8 +7,8 @@
 //    exits) pops it.
 //    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
 //  - TaskNode::cancel(): any thread; calls on_canceled(), which lists the node for unlinking.
-//  - The wheel, `dispatched_` and the consumer side of both queues: the indicator thread, and
-//    stop() once it has joined the indicator.
+//  - The wheel, `dispatched_`, the consumer side of the inbound queue and the taking of the lists
+//    of canceled nodes: the indicator thread, and stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
 //
 // Counting: pending() is the number of tasks admitted minus the number settled (started, canceled,
