@@ -18,9 +18,9 @@
 //   bits 8-31  epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                           a stopped timer can never start the task after another timer adopted it
 //   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, executor wrappers'
-//                           and the list of canceled nodes'. In the same word so that cancel() takes
-//                           the reference for the list of nodes to unlink in its transition, not
-//                           with one more atomic step.
+//                           and the list of canceled nodes'. In the same word so that cancel()
+//                           takes the reference for the list of nodes to unlink in its
+//                           transition, not with one more atomic step.
 // Whoever wins the transition out of "WAITING, attached" (start, cancel, stop's detach, an
 // executor's refusal) is the one that lowers the owner's pending() count, so it drops exactly once.
 //
