@@ -213,7 +213,7 @@ bool WheelCore::admit(const char* operation) {
     next = (current & kStopping) | ((current + 1) & kAdmittedMask);
   } while (!control_.compare_exchange_weak(current, next, std::memory_order_seq_cst,
                                            std::memory_order_seq_cst));
-  return (next & kAdmittedMask) % kHousekeepingPushes == 0;
+  return (next & kAdmittedMask) % kHousekeepingPeriod == 0;
 }
 
 WheelCore::Stripe& WheelCore::own_stripe() noexcept {
@@ -310,12 +310,14 @@ void WheelCore::after_push(Clock::time_point deadline, bool housekeeping) noexce
   Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
   if (wake_at == kAwake) return;  // it will look at the queue before it sleeps
   if (deadline.time_since_epoch().count() >= wake_at && !housekeeping) return;
-  // Only the producer that flips the published time to kAwake wakes it: one wake-up, not one per
-  // producer. (Waking first and claiming after would not do: the indicator may wake, publish the
+  claim_wake(wake_at);
+}
+
+void WheelCore::claim_wake(Clock::rep seen) noexcept {
+  // Only the thread that flips the published time to kAwake wakes it: one wake-up, not one per
+  // thread. (Waking first and claiming after would not do: the indicator may wake, publish the
   // same time again and sleep, and the late claim would then hide it from every producer.)
-  if (wake_at_.compare_exchange_strong(wake_at, kAwake, std::memory_order_relaxed)) {
-    time_->wake();
-  }
+  if (wake_at_.compare_exchange_strong(seen, kAwake, std::memory_order_relaxed)) time_->wake();
 }
 
 void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
@@ -334,8 +336,17 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
     } while (!list.compare_exchange_weak(head, node, std::memory_order_release,
                                          std::memory_order_relaxed));
   }
-  // The settle is the last touch of this timer, after the push: stop() waits for pending() to
-  // reach zero before it takes the lists.
+  // Every kHousekeepingPeriod-th settle on the stripe wakes a sleeping indicator: a burst of
+  // cancels with no schedule() after it would otherwise leave its nodes listed until the next
+  // wake-up, which may be hours away. Best effort, so a plain read of the count will do (threads
+  // sharing the stripe may skip a period), and no barrier (a wake-up missed in a race with the
+  // indicator going to sleep is made up by the next period's). Before the settle, which must be
+  // the last touch of this timer: stop() waits for pending() to reach zero before it takes the
+  // lists, and the timer may be destroyed once it has returned.
+  if ((stripe.settled.load(std::memory_order_relaxed) + 1) % kHousekeepingPeriod == 0) {
+    const Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
+    if (wake_at != kAwake) claim_wake(wake_at);
+  }
   stripe.settled.fetch_add(1, std::memory_order_seq_cst);
 }
 

@@ -25,8 +25,10 @@
 // pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
 // sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
-// task. Every kHousekeepingPushes-th task admitted also wakes a sleeping indicator, so the canceled
-// tasks of a schedule-and-cancel stream never pile up waiting for a far-off wake-up.
+// task. Every kHousekeepingPeriod-th task admitted, and every kHousekeepingPeriod-th settle a
+// cancel() counts on a stripe, also wakes a sleeping indicator, so canceled tasks never pile up
+// waiting for a far-off wake-up: neither those of a schedule-and-cancel stream, nor a burst of
+// cancels with no schedule() after it.
 #pragma once
 
 #include <array>
@@ -74,7 +76,7 @@ class WheelCore {
   // Tasks linked in the wheel now. The indicator owns the wheel: read this only while it is
   // known to sleep (tests on a ManualClock, after advance()).
   std::size_t linked() const noexcept { return wheel_.size(); }
-  static constexpr std::size_t kHousekeepingPushes = 16384;
+  static constexpr std::size_t kHousekeepingPeriod = 16384;
 
   // Called by TaskNode::cancel() on the canceling thread, once it has won WAITING -> CANCELED for
   // a node attached here; `in_wheel` if the indicator had linked it into the wheel, and then with
@@ -85,7 +87,7 @@ class WheelCore {
   class ExecutorWork;
 
   // Counts one task in, or throws Stopped/Rejected; the caller then pushes it. True for every
-  // kHousekeepingPushes-th task.
+  // kHousekeepingPeriod-th task.
   bool admit(const char* operation);
   struct Stripe;
   Stripe& own_stripe() noexcept;  // the calling thread's stripe of stripes_
@@ -96,6 +98,8 @@ class WheelCore {
   // After a push: wakes a sleeping indicator if the task is due before it would wake, or for
   // `housekeeping`.
   void after_push(Clock::time_point deadline, bool housekeeping) noexcept;
+  // Wakes the indicator if this thread is the one to flip `wake_at_` from `seen` (not kAwake).
+  void claim_wake(Clock::rep seen) noexcept;
   // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
   void store_load_barrier() noexcept;
 

@@ -203,13 +203,13 @@ TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
 }
 
 // Canceled tasks do not wait for a far-off wake-up to leave the wheel: every
-// kHousekeepingPushes-th task scheduled wakes a sleeping indicator, which unlinks them.
+// kHousekeepingPeriod-th task scheduled wakes a sleeping indicator, which unlinks them.
 TEST_F(WheelTest, CancelsWakeTheIndicatorForHousekeeping) {
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
   clock_->advance(0ns);
   const std::size_t before = clock_->wakeups();
-  for (std::size_t i = 0; i < WheelCore::kHousekeepingPushes; ++i) {
+  for (std::size_t i = 0; i < WheelCore::kHousekeepingPeriod; ++i) {
     auto future = schedule(*wheel, 1, start_ + 2h);
     clock_->advance(0ns);
     future.cancel();
@@ -219,19 +219,38 @@ TEST_F(WheelTest, CancelsWakeTheIndicatorForHousekeeping) {
   EXPECT_EQ(wheel->pending(), 1u);
 }
 
-// Timeouts canceled after they reached the wheel leave it at the indicator's next wake-up, all of
-// them, however many piled up while it slept: none waits in its slot for its deadline.
-TEST_F(WheelTest, EveryCanceledTaskLeavesTheWheelAtTheNextWakeUp) {
+// Nor does a burst of cancels with no schedule() after it: the kHousekeepingPeriod-th cancel on
+// this thread's stripe wakes the sleeping indicator, which unlinks every node listed by then.
+TEST_F(WheelTest, ABurstOfCancelsAloneWakesTheIndicatorToUnlinkThem) {
+  constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
   std::vector<TimerFuture> timeouts;
-  for (std::size_t i = 1; i < 2 * WheelCore::kHousekeepingPushes; ++i) {
-    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
-  }
+  for (std::size_t i = 1; i < 2 * kPeriod; ++i) timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
+  clock_->advance(0ns);  // the housekeeping wake-up of the last schedule took them all in
+  ASSERT_EQ(wheel->linked(), 2 * kPeriod);
+  const std::size_t before = clock_->wakeups();
+  for (std::size_t i = 0; i < kPeriod; ++i) ASSERT_TRUE(timeouts[i].cancel());
+  clock_->advance(0ns);  // waits for the wake-up the last cancel asked for, if any
+  EXPECT_EQ(clock_->wakeups(), before + 1);
+  EXPECT_EQ(wheel->linked(), kPeriod);
+  EXPECT_EQ(wheel->pending(), kPeriod);
+}
+
+// Timeouts canceled after they reached the wheel leave it at the indicator's next wake-up, all of
+// them, however many piled up while it slept (here more than it unlinks in one round, and one
+// fewer than would wake it): none waits in its slot for its deadline.
+TEST_F(WheelTest, EveryCanceledTaskLeavesTheWheelAtTheNextWakeUp) {
+  constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 0, start_ + 1h);
+  std::vector<TimerFuture> timeouts;
+  for (std::size_t i = 1; i < kPeriod; ++i) timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
   clock_->advance(0ns);  // the housekeeping wake-up took them all into the wheel
-  ASSERT_EQ(wheel->linked(), 2 * WheelCore::kHousekeepingPushes);
+  ASSERT_EQ(wheel->linked(), kPeriod);
   for (TimerFuture& timeout : timeouts) ASSERT_TRUE(timeout.cancel());
-  EXPECT_EQ(wheel->linked(), 2 * WheelCore::kHousekeepingPushes) << "the indicator slept through";
+  clock_->advance(0ns);
+  EXPECT_EQ(wheel->linked(), kPeriod) << "the indicator slept through";
   schedule(*wheel, 2, start_);  // due now: wakes the indicator once
   clock_->advance(0ns);
   EXPECT_EQ(wheel->linked(), 1u);
