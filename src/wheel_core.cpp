@@ -336,18 +336,23 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
     } while (!list.compare_exchange_weak(head, node, std::memory_order_release,
                                          std::memory_order_relaxed));
   }
-  // Every kHousekeepingPeriod-th settle on the stripe wakes a sleeping indicator: a burst of
-  // cancels with no schedule() after it would otherwise leave its nodes listed until the next
-  // wake-up, which may be hours away. Best effort, so a plain read of the count will do (threads
-  // sharing the stripe may skip a period), and no barrier (a wake-up missed in a race with the
-  // indicator going to sleep is made up by the next period's). Before the settle, which must be
-  // the last touch of this timer: stop() waits for pending() to reach zero before it takes the
-  // lists, and the timer may be destroyed once it has returned.
+  // A burst of cancels with no schedule() after it would otherwise leave its nodes listed until
+  // the indicator's next wake-up, which may be hours away. A plain read of the count will do: a
+  // settle of another thread sharing the stripe may step over the multiple, and then the next
+  // period asks. Before the settle, which must be the last touch of this timer: stop() waits for
+  // pending() to reach zero before it takes the lists, and the timer may be destroyed after that.
   if ((stripe.settled.load(std::memory_order_relaxed) + 1) % kHousekeepingPeriod == 0) {
-    const Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
-    if (wake_at != kAwake) claim_wake(wake_at);
+    ask_to_unlink();
   }
   stripe.settled.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void WheelCore::ask_to_unlink() noexcept {
+  // Release: the indicator's exchange of the flag makes this thread's list push visible to it.
+  unlink_wanted_.store(true, std::memory_order_release);
+  store_load_barrier();  // pairs with the one in run_indicator(): see "Waking" in the header
+  const Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
+  if (wake_at != kAwake) claim_wake(wake_at);
 }
 
 // ---- The indicator ---------------------------------------------------------------------------
@@ -356,6 +361,9 @@ void WheelCore::run_indicator() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
   do {
     transfer_inbound();
+    if (unlink_wanted_.load(std::memory_order_relaxed)) {
+      unlink_wanted_.exchange(false, std::memory_order_acquire);
+    }
     const bool more_canceled = unlink_canceled();
     const Clock::time_point now = time_->now();
     const auto to_due = [this](TaskNode* node) { due_.push(node); };
@@ -388,12 +396,13 @@ void WheelCore::run_indicator() {
       }
       return;
     }
-    if (more_canceled) continue;  // no sleep while canceled nodes wait to leave the wheel
+    if (more_canceled) continue;  // no sleep while the lists taken still hold canceled nodes
 
     const Clock::rep wake_at = next_wake().time_since_epoch().count();
     wake_at_.store(wake_at, std::memory_order_relaxed);
-    store_load_barrier();  // pairs with the one in after_push(): see "Waking" in the header
-    if (inbound_.size_approx() != 0) {
+    // Pairs with the ones in after_push() and ask_to_unlink(): see "Waking" in the header.
+    store_load_barrier();
+    if (inbound_.size_approx() != 0 || unlink_wanted_.load(std::memory_order_relaxed)) {
       wake_at_.store(kAwake, std::memory_order_relaxed);
       continue;
     }

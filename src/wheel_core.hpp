@@ -6,7 +6,8 @@
 //    it onto the lock-free inbound queue; only the indicator (or stop(), after the indicator
 //    exits) pops it.
 //    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
-//  - TaskNode::cancel(): any thread; calls on_canceled(), which lists the node for unlinking.
+//  - TaskNode::cancel(): any thread; calls on_canceled(), which lists the node for unlinking and
+//    now and then asks the indicator to unlink (see "Waking").
 //  - The wheel, `dispatched_`, the consumer side of the inbound queue and the taking of the lists
 //    of canceled nodes: the indicator thread, and stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
@@ -25,10 +26,13 @@
 // pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
 // sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
-// task. Every kHousekeepingPeriod-th task admitted, and every kHousekeepingPeriod-th settle a
-// cancel() counts on a stripe, also wakes a sleeping indicator, so canceled tasks never pile up
-// waiting for a far-off wake-up: neither those of a schedule-and-cancel stream, nor a burst of
-// cancels with no schedule() after it.
+// task. Every kHousekeepingPeriod-th task admitted also wakes a sleeping indicator. So does a
+// cancel() that brings its stripe's settled count to a multiple of kHousekeepingPeriod: it sets
+// `unlink_wanted_`, then reads `wake_at_`, and the indicator reads the flag after publishing, with
+// the same barriers; so it either wakes the indicator or keeps it from sleeping, and one more
+// round unlinks what was listed. Canceled nodes thus wait for a far-off wake-up only until about a
+// period of cancels on their stripe follows: neither the timeouts of a schedule-and-cancel stream
+// nor a burst of cancels with no schedule() after it (even from the timer's own tasks) pile up.
 #pragma once
 
 #include <array>
@@ -100,6 +104,8 @@ class WheelCore {
   void after_push(Clock::time_point deadline, bool housekeeping) noexcept;
   // Wakes the indicator if this thread is the one to flip `wake_at_` from `seen` (not kAwake).
   void claim_wake(Clock::rep seen) noexcept;
+  // From a cancel(): one more round of the indicator unlinks what is listed by now.
+  void ask_to_unlink() noexcept;
   // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
   void store_load_barrier() noexcept;
 
@@ -152,6 +158,8 @@ class WheelCore {
   // per wake-up and read by every producer: its own line, so producers' writes never evict it.
   static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
   alignas(64) std::atomic<Clock::rep> wake_at_{kAwake};
+  // Set by ask_to_unlink() about once per kHousekeepingPeriod cancels, cleared by the indicator.
+  std::atomic<bool> unlink_wanted_{false};
 #if defined(__SANITIZE_THREAD__)
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif

@@ -203,19 +203,21 @@ TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
 }
 
 // Canceled tasks do not wait for a far-off wake-up to leave the wheel: every
-// kHousekeepingPeriod-th task scheduled wakes a sleeping indicator, which unlinks them.
-TEST_F(WheelTest, CancelsWakeTheIndicatorForHousekeeping) {
+// kHousekeepingPeriod-th task scheduled wakes a sleeping indicator, which takes the new tasks in
+// and drops those canceled meanwhile. (Each is scheduled after the one before was canceled, and
+// with one cancel fewer than would wake it, so only the schedules wake it here.)
+TEST_F(WheelTest, SchedulesWakeTheIndicatorForHousekeeping) {
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
   clock_->advance(0ns);
   const std::size_t before = clock_->wakeups();
-  for (std::size_t i = 0; i < WheelCore::kHousekeepingPeriod; ++i) {
+  for (std::size_t i = 1; i < WheelCore::kHousekeepingPeriod; ++i) {
     auto future = schedule(*wheel, 1, start_ + 2h);
     clock_->advance(0ns);
     future.cancel();
   }
   clock_->advance(0ns);
-  EXPECT_GE(clock_->wakeups(), before + 1);
+  EXPECT_EQ(clock_->wakeups(), before + 1);
   EXPECT_EQ(wheel->pending(), 1u);
 }
 
@@ -226,13 +228,40 @@ TEST_F(WheelTest, ABurstOfCancelsAloneWakesTheIndicatorToUnlinkThem) {
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
   std::vector<TimerFuture> timeouts;
-  for (std::size_t i = 1; i < 2 * kPeriod; ++i) timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
+  for (std::size_t i = 1; i < 2 * kPeriod; ++i) {
+    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
+  }
   clock_->advance(0ns);  // the housekeeping wake-up of the last schedule took them all in
   ASSERT_EQ(wheel->linked(), 2 * kPeriod);
   const std::size_t before = clock_->wakeups();
   for (std::size_t i = 0; i < kPeriod; ++i) ASSERT_TRUE(timeouts[i].cancel());
   clock_->advance(0ns);  // waits for the wake-up the last cancel asked for, if any
   EXPECT_EQ(clock_->wakeups(), before + 1);
+  EXPECT_EQ(wheel->linked(), kPeriod);
+  EXPECT_EQ(wheel->pending(), kPeriod);
+}
+
+// The same burst from one of the timer's own tasks, on the indicator thread, which is awake and
+// has taken the lists already: the last cancel keeps it from going to sleep before it unlinks
+// them.
+TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
+  constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 0, start_ + 1h);
+  std::vector<TimerFuture> timeouts;
+  for (std::size_t i = 1; i < 2 * kPeriod; ++i) {
+    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
+  }
+  clock_->advance(0ns);
+  ASSERT_EQ(wheel->linked(), 2 * kPeriod);
+  std::size_t canceled = 0;
+  wheel->schedule_at(
+      [&] {
+        for (std::size_t i = 0; i < kPeriod; ++i) canceled += timeouts[i].cancel() ? 1 : 0;
+      },
+      start_);  // due now: wakes the indicator, which runs it inline
+  clock_->advance(0ns);
+  EXPECT_EQ(canceled, kPeriod);
   EXPECT_EQ(wheel->linked(), kPeriod);
   EXPECT_EQ(wheel->pending(), kPeriod);
 }
