@@ -337,10 +337,11 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
                                          std::memory_order_relaxed));
   }
   // A burst of cancels with no schedule() after it would otherwise leave its nodes listed until
-  // the indicator's next wake-up, which may be hours away. A plain read of the count will do: a
-  // settle of another thread sharing the stripe may step over the multiple, and then the next
-  // period asks. Before the settle, which must be the last touch of this timer: stop() waits for
-  // pending() to reach zero before it takes the lists, and the timer may be destroyed after that.
+  // the indicator's next wake-up, which may be hours away. Best effort, so a plain read of the
+  // count will do: a settle that does not ask (a task's start, another thread's cancel racing on
+  // the stripe) may step over the multiple, and then a later one asks. Before the settle, which
+  // must be the last touch of this timer: stop() waits for pending() to reach zero before it
+  // takes the lists, and the timer may be destroyed after that.
   if ((stripe.settled.load(std::memory_order_relaxed) + 1) % kHousekeepingPeriod == 0) {
     ask_to_unlink();
   }
@@ -348,8 +349,9 @@ void WheelCore::on_canceled(TaskNode* node, bool in_wheel) noexcept {
 }
 
 void WheelCore::ask_to_unlink() noexcept {
-  // Release: the indicator's exchange of the flag makes this thread's list push visible to it.
-  unlink_wanted_.store(true, std::memory_order_release);
+  // A read-modify-write, so every set stays in the release sequence the indicator's exchange
+  // reads from: that makes every asking thread's list pushes visible to its next take.
+  unlink_wanted_.exchange(true, std::memory_order_acq_rel);
   store_load_barrier();  // pairs with the one in run_indicator(): see "Waking" in the header
   const Clock::rep wake_at = wake_at_.load(std::memory_order_relaxed);
   if (wake_at != kAwake) claim_wake(wake_at);

@@ -27,12 +27,14 @@
 // sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
 // task. Every kHousekeepingPeriod-th task admitted also wakes a sleeping indicator. So does a
-// cancel() that brings its stripe's settled count to a multiple of kHousekeepingPeriod: it sets
+// cancel() whose settle brings its stripe's count to a multiple of kHousekeepingPeriod: it sets
 // `unlink_wanted_`, then reads `wake_at_`, and the indicator reads the flag after publishing, with
 // the same barriers; so it either wakes the indicator or keeps it from sleeping, and one more
-// round unlinks what was listed. Canceled nodes thus wait for a far-off wake-up only until about a
-// period of cancels on their stripe follows: neither the timeouts of a schedule-and-cancel stream
-// nor a burst of cancels with no schedule() after it (even from the timer's own tasks) pile up.
+// round unlinks what was listed. So the canceled tasks of a schedule-and-cancel stream, and those
+// of a burst of cancels with no schedule() after it (even from the timer's own tasks), leave the
+// wheel as they go, not at a far-off wake-up. Best effort: the tail of a burst waits for the next
+// wake-up, and a settle that does not ask (a task's start, a racing cancel) may step over a
+// multiple.
 #pragma once
 
 #include <array>
@@ -155,10 +157,12 @@ class WheelCore {
   alignas(64) std::atomic<std::uint64_t> control_{0};
   std::atomic<std::uint64_t> settled_floor_{0};
   // When the indicator will wake next (Clock::rep), or kAwake. Written by the indicator about once
-  // per wake-up and read by every producer: its own line, so producers' writes never evict it.
+  // per wake-up and read by every producer: its own line, which producers never write (cancels
+  // write the flag next to it, rarely).
   static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
   alignas(64) std::atomic<Clock::rep> wake_at_{kAwake};
-  // Set by ask_to_unlink() about once per kHousekeepingPeriod cancels, cleared by the indicator.
+  // Set by ask_to_unlink() about once per kHousekeepingPeriod settles on a stripe, cleared by the
+  // indicator.
   std::atomic<bool> unlink_wanted_{false};
 #if defined(__SANITIZE_THREAD__)
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()

@@ -242,8 +242,8 @@ TEST_F(WheelTest, ABurstOfCancelsAloneWakesTheIndicatorToUnlinkThem) {
 }
 
 // The same burst from one of the timer's own tasks, on the indicator thread, which is awake and
-// has taken the lists already: the last cancel keeps it from going to sleep before it unlinks
-// them.
+// has taken the lists already: the cancel that reaches the multiple (the task's start settled
+// first) keeps it from going to sleep before it unlinks them all, within the one wake-up.
 TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
   constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
   auto wheel = make_wheel(512);
@@ -254,6 +254,7 @@ TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
   }
   clock_->advance(0ns);
   ASSERT_EQ(wheel->linked(), 2 * kPeriod);
+  const std::size_t before = clock_->wakeups();
   std::size_t canceled = 0;
   wheel->schedule_at(
       [&] {
@@ -262,6 +263,7 @@ TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
       start_);  // due now: wakes the indicator, which runs it inline
   clock_->advance(0ns);
   EXPECT_EQ(canceled, kPeriod);
+  EXPECT_EQ(clock_->wakeups(), before + 1);
   EXPECT_EQ(wheel->linked(), kPeriod);
   EXPECT_EQ(wheel->pending(), kPeriod);
 }

@@ -8,8 +8,8 @@
 // are started at their exact deadline, in deadline order, not at the end of their tick. New tasks
 // arrive through a lock-free many-producer queue, taken in bounded batches so a flood of
 // schedule() calls cannot starve due tasks. Canceled tasks leave the wheel the next time the
-// indicator wakes, which every 16,384th schedule() call forces; so do cancel() calls, about every
-// 16,384th on one stripe (a set of the threads that cancel).
+// indicator wakes, which every 16,384th schedule() call forces; cancel() calls force it too, about
+// once per 16,384 tasks settled (counted per group of threads; best effort).
 //
 // Threads: every member may be called from any thread, concurrently, and schedule(), cancel() and
 // adopt() from inside the timer's own tasks. stop() from inside one of its own tasks throws
