@@ -45,6 +45,16 @@ class WheelTest : public ::testing::Test {
     return wheel.schedule_at([this, id] { fired_.push_back({id, clock_->now()}); }, deadline);
   }
 
+  // Task 0 an hour out, then `count` timeouts (task 1) two hours out, all taken into the wheel by
+  // the housekeeping wake-up of the last schedule: count + 1 must be a multiple of the period.
+  std::vector<TimerFuture> timeouts_in_the_wheel(WheelCore& wheel, std::size_t count) {
+    schedule(wheel, 0, start_ + 1h);
+    std::vector<TimerFuture> timeouts;
+    for (std::size_t i = 0; i < count; ++i) timeouts.push_back(schedule(wheel, 1, start_ + 2h));
+    clock_->advance(0ns);
+    return timeouts;
+  }
+
   // Only the indicator appends to fired_, and advance() returns after it went back to sleep.
   std::vector<int> fired_ids() const {
     std::vector<int> ids;
@@ -226,12 +236,7 @@ TEST_F(WheelTest, SchedulesWakeTheIndicatorForHousekeeping) {
 TEST_F(WheelTest, ABurstOfCancelsAloneWakesTheIndicatorToUnlinkThem) {
   constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
   auto wheel = make_wheel(512);
-  schedule(*wheel, 0, start_ + 1h);
-  std::vector<TimerFuture> timeouts;
-  for (std::size_t i = 1; i < 2 * kPeriod; ++i) {
-    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
-  }
-  clock_->advance(0ns);  // the housekeeping wake-up of the last schedule took them all in
+  std::vector<TimerFuture> timeouts = timeouts_in_the_wheel(*wheel, 2 * kPeriod - 1);
   ASSERT_EQ(wheel->linked(), 2 * kPeriod);
   const std::size_t before = clock_->wakeups();
   for (std::size_t i = 0; i < kPeriod; ++i) ASSERT_TRUE(timeouts[i].cancel());
@@ -247,12 +252,7 @@ TEST_F(WheelTest, ABurstOfCancelsAloneWakesTheIndicatorToUnlinkThem) {
 TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
   constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
   auto wheel = make_wheel(512);
-  schedule(*wheel, 0, start_ + 1h);
-  std::vector<TimerFuture> timeouts;
-  for (std::size_t i = 1; i < 2 * kPeriod; ++i) {
-    timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
-  }
-  clock_->advance(0ns);
+  std::vector<TimerFuture> timeouts = timeouts_in_the_wheel(*wheel, 2 * kPeriod - 1);
   ASSERT_EQ(wheel->linked(), 2 * kPeriod);
   const std::size_t before = clock_->wakeups();
   std::size_t canceled = 0;
@@ -274,10 +274,7 @@ TEST_F(WheelTest, ABurstOfCancelsFromATaskIsUnlinkedBeforeTheIndicatorSleeps) {
 TEST_F(WheelTest, EveryCanceledTaskLeavesTheWheelAtTheNextWakeUp) {
   constexpr std::size_t kPeriod = WheelCore::kHousekeepingPeriod;
   auto wheel = make_wheel(512);
-  schedule(*wheel, 0, start_ + 1h);
-  std::vector<TimerFuture> timeouts;
-  for (std::size_t i = 1; i < kPeriod; ++i) timeouts.push_back(schedule(*wheel, 1, start_ + 2h));
-  clock_->advance(0ns);  // the housekeeping wake-up took them all into the wheel
+  std::vector<TimerFuture> timeouts = timeouts_in_the_wheel(*wheel, kPeriod - 1);
   ASSERT_EQ(wheel->linked(), kPeriod);
   for (TimerFuture& timeout : timeouts) ASSERT_TRUE(timeout.cancel());
   clock_->advance(0ns);
