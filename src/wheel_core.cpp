@@ -87,6 +87,16 @@ constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
 // itself.
 thread_local const WheelCore* running_in = nullptr;
 
+// Keeps `reference` for good: it is never destroyed, so what it points at never is either.
+template <class T>
+void keep_forever(std::shared_ptr<T> reference) noexcept {
+  union Forever {
+    std::shared_ptr<T> kept;
+    ~Forever() {}  // leaves `kept` alone
+  };
+  Forever forever{std::move(reference)};
+}
+
 constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
 
 TimerOptions validated(TimerOptions options) {
@@ -159,14 +169,25 @@ WheelCore::~WheelCore() {
 void WheelCore::release_executor() noexcept {
   std::shared_ptr<Executor> executor = std::move(options_.executor);
   // On one of the executor's own threads (a job there dropped the last reference to this timer),
-  // our reference may be its last, and its destructor would wait for this very thread. A
-  // short-lived thread of its own releases it instead.
-  if (executor && detail::ExecutorThreadMark::current() == executor.get()) {
+  // our reference may be its last, and its destructor would join or wait for this very thread
+  // (std::terminate for CallerRunsPool, a hang for TbbArenaExecutor). A short-lived thread of its
+  // own releases it instead.
+  if (!executor || detail::ExecutorThreadMark::current() != executor.get()) return;
+  // The thread's closure holds the reference through a pointer: a closure holding it by value
+  // would drop it right here if the thread failed to start.
+  auto* last = new (std::nothrow) std::shared_ptr<Executor>(std::move(executor));
+  if (last != nullptr) {
     try {
-      std::thread([last = std::move(executor)]() mutable { last.reset(); }).detach();
-    } catch (...) {  // no thread to be had: releasing it here is all that is left
+      std::thread([last] { delete last; }).detach();
+      return;
+    } catch (...) {
+      executor = std::move(*last);
+      delete last;
     }
   }
+  // No thread (or memory) to be had: the executor is kept for good, a leak of it and its idle
+  // threads being the lesser harm.
+  keep_forever(std::move(executor));
 }
 
 // ---- Producers -------------------------------------------------------------------------------

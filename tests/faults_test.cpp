@@ -1,6 +1,8 @@
 // Faults: an executor that refuses work, an allocation failure inside schedule(), an on_error
 // that throws. In each case no task may vanish, pending() must stay exact, and the timer must keep
 // working afterwards.
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <future>
@@ -8,10 +10,15 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "node_allocator.hpp"
 #include "test_support.hpp"
@@ -207,6 +214,86 @@ TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadDoesNotReleaseThePoolThere) {
 #if WHEELTIMER_HAS_TBB
 TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
   destroy_timer_on_its_executors_thread<TbbArenaExecutor>(1);
+}
+#endif
+
+// While one lives, no thread can start: each asks for a stack larger than the address space, as
+// when a process has run out of threads (a limit that root, unlike RLIMIT_NPROC, cannot ignore).
+class NoNewThreads {
+ public:
+  NoNewThreads() {
+    pthread_attr_t huge;
+    pthread_attr_init(&huge);
+    pthread_attr_setstacksize(&huge, std::size_t{1} << 46);
+    if (pthread_getattr_default_np(&saved_) != 0 || pthread_setattr_default_np(&huge) != 0) {
+      std::abort();
+    }
+    pthread_attr_destroy(&huge);
+  }
+  ~NoNewThreads() {
+    pthread_setattr_default_np(&saved_);
+    pthread_attr_destroy(&saved_);
+  }
+  NoNewThreads(const NoNewThreads&) = delete;
+  NoNewThreads& operator=(const NoNewThreads&) = delete;
+
+ private:
+  pthread_attr_t saved_;
+};
+
+bool a_thread_starts() {
+  try {
+    std::thread([] {}).join();
+    return true;
+  } catch (const std::system_error&) {
+    return false;
+  }
+}
+
+// As destroy_timer_on_its_executors_thread(), with no thread to be had for releasing the pool's
+// last reference elsewhere: the timer keeps that reference for good, so the executor outlives it,
+// still working, rather than being released on its own thread.
+template <class ExecutorType, class... Args>
+void destroy_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
+  std::shared_ptr<ExecutorType> executor;
+  {
+#if defined(__SANITIZE_ADDRESS__)
+    // The executor is leaked on purpose, and so would be reported at exit.
+    const __lsan::ScopedDisabler leaked_on_purpose;
+#endif
+    executor = std::make_shared<ExecutorType>(args...);
+  }
+  const std::weak_ptr<ExecutorType> watch = executor;
+  auto options = TimerOptions();
+  options.executor = executor;
+  auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
+  ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
+  std::promise<bool> threads_refused;
+  executor->execute([timer = std::move(timer), &threads_refused]() mutable {
+    const NoNewThreads no_new_threads;
+    const bool refused = !a_thread_starts();
+    timer.reset();  // ~HashedWheelTimer on the executor's own thread, holding its last reference
+    threads_refused.set_value(refused);
+  });
+  executor.reset();
+  auto refused = threads_refused.get_future();
+  ASSERT_EQ(refused.wait_for(kMustHappen), std::future_status::ready);
+  ASSERT_TRUE(refused.get()) << "threads still started: the test shows nothing";
+  const std::shared_ptr<ExecutorType> kept = watch.lock();
+  ASSERT_NE(kept, nullptr);
+  std::promise<void> ran;
+  kept->execute([&ran] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(kMustHappen), std::future_status::ready);
+}
+
+TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadWithNoThreadsLeftKeepsThePool) {
+  destroy_timer_on_its_executors_thread_with_no_threads_left<CallerRunsPool>(std::size_t{1},
+                                                                             std::size_t{8});
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadWithNoThreadsLeftKeepsTheArena) {
+  destroy_timer_on_its_executors_thread_with_no_threads_left<TbbArenaExecutor>(1);
 }
 #endif
 
