@@ -250,6 +250,23 @@ bool a_thread_starts() {
   }
 }
 
+// With no thread to be had, a timer or a pool cannot be made: the constructor throws what
+// std::thread threw, and leaves nothing behind (the sanitizer builds check for leaks).
+TEST_F(FaultsTest, NoThreadToBeHadFailsConstructionCleanly) {
+  auto executor = std::make_shared<CallerRunsPool>(std::size_t{1}, std::size_t{8});
+  const std::weak_ptr<CallerRunsPool> watch = executor;
+  {
+    const NoNewThreads no_new_threads;
+    auto options = TimerOptions();
+    options.executor = std::move(executor);
+    EXPECT_THROW(HashedWheelTimer{std::move(options)}, std::system_error);
+    EXPECT_THROW((CallerRunsPool{2, 8}), std::system_error);
+  }
+  EXPECT_TRUE(watch.expired()) << "the failed timer kept its executor";
+  HashedWheelTimer timer;  // threads start again
+  EXPECT_TRUE(timer.schedule([] {}, 0ms).wait_for(kMustHappen));
+}
+
 // As destroy_timer_on_its_executors_thread(), with no thread to be had for releasing the pool's
 // last reference elsewhere: the timer keeps that reference for good, so the executor outlives it,
 // still working, rather than being released on its own thread.
