@@ -175,18 +175,17 @@ void WheelCore::release_executor() noexcept {
   if (!executor || detail::ExecutorThreadMark::current() != executor.get()) return;
   // The thread's closure holds the reference through a pointer: a closure holding it by value
   // would drop it right here if the thread failed to start.
-  auto* last = new (std::nothrow) std::shared_ptr<Executor>(std::move(executor));
-  if (last != nullptr) {
+  auto* boxed = new (std::nothrow) std::shared_ptr<Executor>(std::move(executor));
+  if (boxed != nullptr) {
     try {
-      std::thread([last] { delete last; }).detach();
+      std::thread([boxed] { delete boxed; }).detach();
       return;
     } catch (...) {
-      executor = std::move(*last);
-      delete last;
+      executor = std::move(*boxed);
+      delete boxed;
     }
   }
-  // No thread (or memory) to be had: the executor is kept for good, a leak of it and its idle
-  // threads being the lesser harm.
+  // No thread (or memory) to be had: the executor is kept for good, a leak being the lesser harm.
   keep_forever(std::move(executor));
 }
 

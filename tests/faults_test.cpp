@@ -1,6 +1,6 @@
 // Faults: an executor that refuses work, an allocation failure inside schedule(), an on_error
 // that throws. In each case no task may vanish, pending() must stay exact, and the timer must keep
-// working afterwards.
+// working afterwards. Also a timer destroyed on its executor's own thread, and no thread to be had.
 #include <pthread.h>
 
 #include <atomic>
@@ -16,7 +16,16 @@
 
 #include <gtest/gtest.h>
 
+// LeakSanitizer runs in AddressSanitizer builds: GCC says so with __SANITIZE_ADDRESS__, Clang
+// through __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define WHEELTIMER_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define WHEELTIMER_TEST_LSAN 1
+#endif
+#endif
+#if defined(WHEELTIMER_TEST_LSAN)
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -195,11 +204,15 @@ void destroy_timer_on_its_executors_thread(Args... args) {
   auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
   ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
   std::promise<std::thread::id> dropped_on;
-  executor->execute([timer = std::move(timer), &dropped_on]() mutable {
-    timer.reset();  // ~HashedWheelTimer on the executor's own thread
-    dropped_on.set_value(std::this_thread::get_id());
-  });
+  std::promise<void> handed_over;
+  executor->execute(
+      [timer = std::move(timer), &dropped_on, handed = handed_over.get_future()]() mutable {
+        handed.wait();
+        timer.reset();  // ~HashedWheelTimer on the executor's own thread
+        dropped_on.set_value(std::this_thread::get_id());
+      });
   executor.reset();  // now the timer holds the executor's last reference
+  handed_over.set_value();
   auto dropped = dropped_on.get_future();
   ASSERT_EQ(dropped.wait_for(kMustHappen), std::future_status::ready);
   auto destroyed = destroyed_on.get_future();
@@ -217,15 +230,17 @@ TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
 }
 #endif
 
-// While one lives, no thread can start: each asks for a stack larger than the address space, as
-// when a process has run out of threads (a limit that root, unlike RLIMIT_NPROC, cannot ignore).
+// While one lives, no thread started with default attributes (std::thread) can start: each asks
+// for a stack of 2^62 bytes, which no mmap() can map, as when a process has run out of threads (a
+// limit that root, unlike RLIMIT_NPROC, cannot ignore). oneTBB's workers set their own stack size.
+// glibc only.
 class NoNewThreads {
  public:
   NoNewThreads() {
     pthread_attr_t huge;
-    pthread_attr_init(&huge);
-    pthread_attr_setstacksize(&huge, std::size_t{1} << 46);
-    if (pthread_getattr_default_np(&saved_) != 0 || pthread_setattr_default_np(&huge) != 0) {
+    if (pthread_attr_init(&huge) != 0 ||
+        pthread_attr_setstacksize(&huge, std::size_t{1} << 62) != 0 ||
+        pthread_getattr_default_np(&saved_) != 0 || pthread_setattr_default_np(&huge) != 0) {
       std::abort();
     }
     pthread_attr_destroy(&huge);
@@ -267,14 +282,14 @@ TEST_F(FaultsTest, NoThreadToBeHadFailsConstructionCleanly) {
   EXPECT_TRUE(timer.schedule([] {}, 0ms).wait_for(kMustHappen));
 }
 
-// As destroy_timer_on_its_executors_thread(), with no thread to be had for releasing the pool's
-// last reference elsewhere: the timer keeps that reference for good, so the executor outlives it,
-// still working, rather than being released on its own thread.
+// As destroy_timer_on_its_executors_thread(), with no thread to be had for releasing the
+// executor's last reference elsewhere: the timer keeps that reference for good, so the executor
+// outlives it, still working, rather than being released on its own thread.
 template <class ExecutorType, class... Args>
 void destroy_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   std::shared_ptr<ExecutorType> executor;
   {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(WHEELTIMER_TEST_LSAN)
     // The executor is leaked on purpose, and so would be reported at exit.
     const __lsan::ScopedDisabler leaked_on_purpose;
 #endif
@@ -285,22 +300,30 @@ void destroy_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   options.executor = executor;
   auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
   ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
-  std::promise<bool> threads_refused;
-  executor->execute([timer = std::move(timer), &threads_refused]() mutable {
-    const NoNewThreads no_new_threads;
-    const bool refused = !a_thread_starts();
-    timer.reset();  // ~HashedWheelTimer on the executor's own thread, holding its last reference
-    threads_refused.set_value(refused);
+  // Shared with the job, which may outlive this function if an assertion below gives up on it.
+  const auto threads_refused = std::make_shared<std::promise<bool>>();
+  std::promise<void> handed_over;
+  executor->execute([timer = std::move(timer), threads_refused,
+                     handed = handed_over.get_future()]() mutable {
+    handed.wait();
+    bool refused = false;
+    {
+      const NoNewThreads no_new_threads;
+      refused = !a_thread_starts();
+      timer.reset();  // ~HashedWheelTimer on the executor's own thread, holding its last reference
+    }
+    threads_refused->set_value(refused);
   });
-  executor.reset();
-  auto refused = threads_refused.get_future();
+  executor.reset();  // now the timer holds the executor's last reference
+  handed_over.set_value();
+  auto refused = threads_refused->get_future();
   ASSERT_EQ(refused.wait_for(kMustHappen), std::future_status::ready);
   ASSERT_TRUE(refused.get()) << "threads still started: the test shows nothing";
   const std::shared_ptr<ExecutorType> kept = watch.lock();
   ASSERT_NE(kept, nullptr);
-  std::promise<void> ran;
-  kept->execute([&ran] { ran.set_value(); });
-  EXPECT_EQ(ran.get_future().wait_for(kMustHappen), std::future_status::ready);
+  const auto ran = std::make_shared<std::promise<void>>();
+  kept->execute([ran] { ran->set_value(); });
+  EXPECT_EQ(ran->get_future().wait_for(kMustHappen), std::future_status::ready);
 }
 
 TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadWithNoThreadsLeftKeepsThePool) {
