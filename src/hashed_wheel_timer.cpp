@@ -1,11 +1,22 @@
 #include <wheeltimer/hashed_wheel_timer.hpp>
 
+#include <new>
+
+#include "executor_reference.hpp"
 #include "wheel_core.hpp"
 
 namespace wheeltimer {
 
 HashedWheelTimer::HashedWheelTimer(TimerOptions options)
-    : core_(std::make_unique<detail::WheelCore>(std::move(options))) {}
+    // nothrow: with no memory for the core, `options` is left untouched (a new-expression
+    // allocates before it evaluates its arguments), and its executor is released below.
+    : core_(new (std::nothrow) detail::WheelCore(std::move(options))) {
+  if (!core_) {
+    // As the core would have released it: never on one of that executor's own threads.
+    detail::ExecutorReference(std::move(options.executor)).release();
+    throw std::bad_alloc();
+  }
+}
 
 // ~WheelCore stops the timer (WheelCore::stop_discarding()).
 HashedWheelTimer::~HashedWheelTimer() = default;

@@ -14,7 +14,6 @@
 
 #include <wheeltimer/errors.hpp>
 
-#include "executor_thread.hpp"
 #include "take_in_turn.hpp"
 
 namespace wheeltimer::detail {
@@ -87,16 +86,6 @@ constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
 // itself.
 thread_local const WheelCore* running_in = nullptr;
 
-// Keeps `reference` for good: it is never destroyed, so what it points at never is either.
-template <class T>
-void keep_forever(std::shared_ptr<T> reference) noexcept {
-  union Forever {
-    std::shared_ptr<T> kept;
-    ~Forever() {}  // leaves `kept` alone
-  };
-  Forever forever{std::move(reference)};
-}
-
 constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
 
 TimerOptions validated(TimerOptions options) {
@@ -146,7 +135,8 @@ class WheelCore::ExecutorWork {
 };
 
 WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
-    : options_(validated(std::move(options))),
+    : executor_(std::move(options.executor)),  // first, so that a failure below releases it safely
+      options_(validated(std::move(options))),
       time_(time ? std::move(time)
                  : std::make_unique<SteadyTimeSource>(options_.tick / kCoalescingPerTick)),
       start_(time_->now()),
@@ -163,30 +153,7 @@ WheelCore::~WheelCore() {
   // An adopt() whose task was canceled between attach and push can leave its node in the inbound
   // queue after stop() has drained it (pending() had already dropped): release what is left.
   for (TaskNode* node = nullptr; inbound_.try_dequeue(node);) node->release();
-  release_executor();
-}
-
-void WheelCore::release_executor() noexcept {
-  std::shared_ptr<Executor> executor = std::move(options_.executor);
-  // On one of the executor's own threads (a job there dropped the last reference to this timer),
-  // our reference may be its last, and its destructor would join or wait for this very thread
-  // (std::terminate for CallerRunsPool, a hang for TbbArenaExecutor). A short-lived thread of its
-  // own releases it instead.
-  if (!executor || detail::ExecutorThreadMark::current() != executor.get()) return;
-  // The thread's closure holds the reference through a pointer: a closure holding it by value
-  // would drop it right here if the thread failed to start.
-  auto* boxed = new (std::nothrow) std::shared_ptr<Executor>(std::move(executor));
-  if (boxed != nullptr) {
-    try {
-      std::thread([boxed] { delete boxed; }).detach();
-      return;
-    } catch (...) {
-      executor = std::move(*boxed);
-      delete boxed;
-    }
-  }
-  // No thread (or memory) to be had: the executor is kept for good, a leak being the lesser harm.
-  keep_forever(std::move(executor));
+  // executor_, the first member, is the last to go (see ExecutorReference).
 }
 
 // ---- Producers -------------------------------------------------------------------------------
@@ -516,7 +483,7 @@ void WheelCore::fire_due(Clock::time_point now) {
 }
 
 void WheelCore::dispatch(TaskNode* node) {
-  if (!options_.executor) {
+  if (!executor_) {
     // The wheel's reference goes with the run's last step, or here if the task was canceled.
     if (node->start_attached()) {
       run_started(node, 1);
@@ -539,7 +506,7 @@ void WheelCore::dispatch(TaskNode* node) {
     return;
   }
   try {
-    options_.executor->execute(ExecutorWork(this, node, *epoch));
+    executor_.get()->execute(ExecutorWork(this, node, *epoch));
   } catch (...) {
     refuse(node, *epoch, std::current_exception());
   }

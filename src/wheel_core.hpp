@@ -53,6 +53,7 @@
 #include <wheeltimer/timer.hpp>
 
 #include "due_queue.hpp"
+#include "executor_reference.hpp"
 #include "task_node.hpp"
 #include "time_source.hpp"
 #include "wheel.hpp"
@@ -132,7 +133,6 @@ class WheelCore {
   // Runs a task this thread started, dropping `references` of the caller's references to it.
   void run_started(TaskNode* node, std::uint32_t references) noexcept;
   void report(std::exception_ptr error) const noexcept;
-  void release_executor() noexcept;
   void prune_dispatched();
 
   // stop()'s parts.
@@ -145,7 +145,10 @@ class WheelCore {
   template <class HandBack, class Room>
   void take_out_all(HandBack&& hand_back, Room&& room);
 
-  TimerOptions options_;  // not changed after construction, but ~WheelCore moves the executor out
+  // Declared first, so it is released last: after stop() has run, and also when the constructor
+  // fails.
+  ExecutorReference executor_;
+  TimerOptions options_;  // not changed after construction; its executor is moved to executor_
   const std::unique_ptr<TimeSource> time_;
   const Clock::time_point start_;
   const std::uint64_t lookahead_ticks_;  // see kLookahead in wheel_core.cpp

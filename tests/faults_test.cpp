@@ -12,22 +12,10 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
-
-// LeakSanitizer runs in AddressSanitizer builds: GCC says so with __SANITIZE_ADDRESS__, Clang
-// through __has_feature.
-#if defined(__SANITIZE_ADDRESS__)
-#define WHEELTIMER_TEST_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
-#define WHEELTIMER_TEST_LSAN 1
-#endif
-#endif
-#if defined(WHEELTIMER_TEST_LSAN)
-#include <sanitizer/lsan_interface.h>
-#endif
 
 #include "node_allocator.hpp"
 #include "test_support.hpp"
@@ -334,6 +322,63 @@ TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadWithNoThreadsLeftKeepsThePool) 
 #if WHEELTIMER_HAS_TBB
 TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadWithNoThreadsLeftKeepsTheArena) {
   destroy_timer_on_its_executors_thread_with_no_threads_left<TbbArenaExecutor>(1);
+}
+#endif
+
+// A job on the executor's own thread builds a timer, handing it the executor's last reference,
+// with no thread to be had for the indicator: the constructor throws, and the reference it was
+// given must not be released on that thread either (nor elsewhere, with no thread to release it
+// on), so the executor outlives the failed timer, still working.
+template <class ExecutorType, class... Args>
+void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
+  std::shared_ptr<ExecutorType> executor;
+  {
+#if defined(WHEELTIMER_TEST_LSAN)
+    const __lsan::ScopedDisabler leaked_on_purpose;  // see above
+#endif
+    executor = std::make_shared<ExecutorType>(args...);
+  }
+  const std::weak_ptr<ExecutorType> watch = executor;
+  ExecutorType& runs_the_job = *executor;
+  // The job takes the reference out of `handed`, so the timer's options hold the last one.
+  auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
+  const auto outcome = std::make_shared<std::promise<std::pair<bool, bool>>>();
+  runs_the_job.execute([handed, outcome] {
+    bool refused = false;
+    bool threw = false;
+    {
+      const NoNewThreads no_new_threads;
+      refused = !a_thread_starts();
+      auto options = TimerOptions();
+      options.executor = std::move(*handed);
+      try {
+        HashedWheelTimer timer(std::move(options));
+      } catch (const std::system_error&) {
+        threw = true;
+      }
+    }
+    outcome->set_value({refused, threw});
+  });
+  auto result = outcome->get_future();
+  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+  const auto [refused, threw] = result.get();
+  ASSERT_TRUE(refused) << "threads still started: the test shows nothing";
+  EXPECT_TRUE(threw) << "the timer was built with no thread for its indicator";
+  const std::shared_ptr<ExecutorType> kept = watch.lock();
+  ASSERT_NE(kept, nullptr);
+  const auto ran = std::make_shared<std::promise<void>>();
+  kept->execute([ran] { ran->set_value(); });
+  EXPECT_EQ(ran->get_future().wait_for(kMustHappen), std::future_status::ready);
+}
+
+TEST_F(FaultsTest, TimerFailingToBuildOnItsPoolsThreadKeepsThePool) {
+  build_timer_on_its_executors_thread_with_no_threads_left<CallerRunsPool>(std::size_t{1},
+                                                                           std::size_t{8});
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(FaultsTest, TimerFailingToBuildOnItsArenasThreadKeepsTheArena) {
+  build_timer_on_its_executors_thread_with_no_threads_left<TbbArenaExecutor>(1);
 }
 #endif
 

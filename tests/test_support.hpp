@@ -15,6 +15,19 @@
 
 #include <wheeltimer/wheeltimer.hpp>
 
+// LeakSanitizer runs in AddressSanitizer builds: GCC says so with __SANITIZE_ADDRESS__, Clang
+// through __has_feature. Tests that leak on purpose say so with __lsan::ScopedDisabler.
+#if defined(__SANITIZE_ADDRESS__)
+#define WHEELTIMER_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define WHEELTIMER_TEST_LSAN 1
+#endif
+#endif
+#if defined(WHEELTIMER_TEST_LSAN)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace wheeltimer::testing {
 
 using namespace std::chrono_literals;
