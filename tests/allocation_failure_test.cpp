@@ -1,12 +1,16 @@
 // Running out of memory on the indicator's side: the due queue and the wheel's cascade queue, the
 // two structures the indicator grows while it works, keep every task and fire none early when an
 // allocation fails, and carry on once memory is back. And in stop() and the destructor: no task
-// is lost or canceled by stop() running out of memory, and destroying a timer needs none.
+// is lost or canceled by stop() running out of memory, and destroying a timer needs none. And a
+// timer that finds no memory to be built on its executor's own thread.
 //
 // This binary replaces the global operator new, so a test can make the allocations of its own
 // thread fail for a while, all of them or all after the first few.
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <new>
 #include <set>
@@ -19,26 +23,40 @@
 #include "due_queue.hpp"
 #include "lent_nodes.hpp"
 #include "task_node.hpp"
+#include "test_support.hpp"
 #include "wheel.hpp"
 
 namespace {
 thread_local bool out_of_memory = false;
 thread_local int allocations_left = -1;  // before out_of_memory; -1: no limit
+
+void* allocate_unless_failing(std::size_t bytes, std::size_t alignment) {
+  if (out_of_memory || allocations_left == 0) throw std::bad_alloc();
+  if (allocations_left > 0) --allocations_left;
+  // aligned_alloc wants a multiple of the alignment.
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + alignment - 1) & ~(alignment - 1);
+  if (void* memory = std::aligned_alloc(alignment, size)) return memory;
+  throw std::bad_alloc();
+}
 }  // namespace
 
-// GCC cannot see that these two pair with each other (malloc and free underneath).
+// GCC cannot see that these pair with each other (aligned_alloc and free underneath).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t bytes) {
-  if (out_of_memory || allocations_left == 0) throw std::bad_alloc();
-  if (allocations_left > 0) --allocations_left;
-  if (void* memory = std::malloc(bytes == 0 ? 1 : bytes)) return memory;
-  throw std::bad_alloc();
+  return allocate_unless_failing(bytes, alignof(std::max_align_t));
 }
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-// The nothrow forms too (std::stable_sort's scratch buffer), so they fail alike and pair with free.
+// The over-aligned forms (a timer's core has cache-line-aligned members), so they fail alike.
+void* operator new(std::size_t bytes, std::align_val_t alignment) {
+  return allocate_unless_failing(bytes, static_cast<std::size_t>(alignment));
+}
+void operator delete(void* memory, std::align_val_t) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { std::free(memory); }
+// The nothrow forms too (std::stable_sort's scratch buffer, a timer's core), so they fail alike
+// and pair with free.
 void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
   try {
     return ::operator new(bytes);
@@ -47,6 +65,16 @@ void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
   }
 }
 void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+void* operator new(std::size_t bytes, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(bytes, alignment);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(memory);
+}
 
 namespace wheeltimer::detail {
 namespace {
@@ -232,6 +260,47 @@ TEST(StopOutOfMemory, DestroyingATimerNeedsNoMemory) {
     timer.reset();
   }
   for (const TimerFuture& future : futures) ASSERT_EQ(future.state(), TaskState::canceled);
+}
+
+// A job on the pool's own thread builds a timer, handing it the pool's last reference, and finds
+// no memory for it: the constructor throws std::bad_alloc, and the reference is not released on
+// that thread (the pool's destructor would join it: std::terminate). With no memory to hand it
+// to a thread of its own either, it is kept for good, so the pool outlives the failed timer.
+TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
+  std::shared_ptr<CallerRunsPool> pool;
+  {
+#if defined(WHEELTIMER_TEST_LSAN)
+    const __lsan::ScopedDisabler leaked_on_purpose;
+#endif
+    pool = std::make_shared<CallerRunsPool>(1, 8);
+  }
+  const std::weak_ptr<CallerRunsPool> watch = pool;
+  CallerRunsPool& runs_the_job = *pool;
+  // The job takes the reference out of `handed`, so the timer's options hold the last one.
+  auto handed = std::make_shared<std::shared_ptr<CallerRunsPool>>(std::move(pool));
+  const auto threw = std::make_shared<std::promise<bool>>();
+  runs_the_job.execute([handed, threw] {
+    auto options = TimerOptions();
+    options.executor = std::move(*handed);
+    bool thrown = false;
+    {
+      const OutOfMemory no_memory;
+      try {
+        HashedWheelTimer timer(std::move(options));
+      } catch (const std::bad_alloc&) {
+        thrown = true;
+      }
+    }
+    threw->set_value(thrown);
+  });
+  auto result = threw->get_future();
+  ASSERT_EQ(result.wait_for(testing::kMustHappen), std::future_status::ready);
+  EXPECT_TRUE(result.get());
+  const std::shared_ptr<CallerRunsPool> kept = watch.lock();
+  ASSERT_NE(kept, nullptr);
+  const auto ran = std::make_shared<std::promise<void>>();
+  kept->execute([ran] { ran->set_value(); });
+  EXPECT_EQ(ran->get_future().wait_for(testing::kMustHappen), std::future_status::ready);
 }
 
 }  // namespace
