@@ -267,13 +267,7 @@ TEST(StopOutOfMemory, DestroyingATimerNeedsNoMemory) {
 // that thread (the pool's destructor would join it: std::terminate). With no memory to hand it
 // to a thread of its own either, it is kept for good, so the pool outlives the failed timer.
 TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
-  std::shared_ptr<CallerRunsPool> pool;
-  {
-#if defined(WHEELTIMER_TEST_LSAN)
-    const __lsan::ScopedDisabler leaked_on_purpose;
-#endif
-    pool = std::make_shared<CallerRunsPool>(1, 8);
-  }
+  auto pool = testing::make_leaked_on_purpose<CallerRunsPool>(std::size_t{1}, std::size_t{8});
   const std::weak_ptr<CallerRunsPool> watch = pool;
   CallerRunsPool& runs_the_job = *pool;
   // The job takes the reference out of `handed`, so the timer's options hold the last one.
@@ -296,11 +290,7 @@ TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
   auto result = threw->get_future();
   ASSERT_EQ(result.wait_for(testing::kMustHappen), std::future_status::ready);
   EXPECT_TRUE(result.get());
-  const std::shared_ptr<CallerRunsPool> kept = watch.lock();
-  ASSERT_NE(kept, nullptr);
-  const auto ran = std::make_shared<std::promise<void>>();
-  kept->execute([ran] { ran->set_value(); });
-  EXPECT_EQ(ran->get_future().wait_for(testing::kMustHappen), std::future_status::ready);
+  EXPECT_TRUE(testing::kept_and_working(watch)) << "the pool was not kept";
 }
 
 }  // namespace

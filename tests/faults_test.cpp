@@ -24,7 +24,9 @@ namespace wheeltimer {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::kept_and_working;
 using testing::kMustHappen;
+using testing::make_leaked_on_purpose;
 
 // Refuses every task while `refusing` is set, then runs them inline.
 class RefusingExecutor final : public Executor {
@@ -275,14 +277,7 @@ TEST_F(FaultsTest, NoThreadToBeHadFailsConstructionCleanly) {
 // outlives it, still working, rather than being released on its own thread.
 template <class ExecutorType, class... Args>
 void destroy_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
-  std::shared_ptr<ExecutorType> executor;
-  {
-#if defined(WHEELTIMER_TEST_LSAN)
-    // The executor is leaked on purpose, and so would be reported at exit.
-    const __lsan::ScopedDisabler leaked_on_purpose;
-#endif
-    executor = std::make_shared<ExecutorType>(args...);
-  }
+  std::shared_ptr<ExecutorType> executor = make_leaked_on_purpose<ExecutorType>(args...);
   const std::weak_ptr<ExecutorType> watch = executor;
   auto options = TimerOptions();
   options.executor = executor;
@@ -307,11 +302,7 @@ void destroy_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   auto refused = threads_refused->get_future();
   ASSERT_EQ(refused.wait_for(kMustHappen), std::future_status::ready);
   ASSERT_TRUE(refused.get()) << "threads still started: the test shows nothing";
-  const std::shared_ptr<ExecutorType> kept = watch.lock();
-  ASSERT_NE(kept, nullptr);
-  const auto ran = std::make_shared<std::promise<void>>();
-  kept->execute([ran] { ran->set_value(); });
-  EXPECT_EQ(ran->get_future().wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_TRUE(kept_and_working(watch)) << "the executor was not kept";
 }
 
 TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadWithNoThreadsLeftKeepsThePool) {
@@ -331,13 +322,7 @@ TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadWithNoThreadsLeftKeepsTheArena
 // on), so the executor outlives the failed timer, still working.
 template <class ExecutorType, class... Args>
 void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
-  std::shared_ptr<ExecutorType> executor;
-  {
-#if defined(WHEELTIMER_TEST_LSAN)
-    const __lsan::ScopedDisabler leaked_on_purpose;  // see above
-#endif
-    executor = std::make_shared<ExecutorType>(args...);
-  }
+  std::shared_ptr<ExecutorType> executor = make_leaked_on_purpose<ExecutorType>(args...);
   const std::weak_ptr<ExecutorType> watch = executor;
   ExecutorType& runs_the_job = *executor;
   // The job takes the reference out of `handed`, so the timer's options hold the last one.
@@ -364,11 +349,7 @@ void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   const auto [refused, threw] = result.get();
   ASSERT_TRUE(refused) << "threads still started: the test shows nothing";
   EXPECT_TRUE(threw) << "the timer was built with no thread for its indicator";
-  const std::shared_ptr<ExecutorType> kept = watch.lock();
-  ASSERT_NE(kept, nullptr);
-  const auto ran = std::make_shared<std::promise<void>>();
-  kept->execute([ran] { ran->set_value(); });
-  EXPECT_EQ(ran->get_future().wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_TRUE(kept_and_working(watch)) << "the executor was not kept";
 }
 
 TEST_F(FaultsTest, TimerFailingToBuildOnItsPoolsThreadKeepsThePool) {

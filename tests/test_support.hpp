@@ -81,4 +81,24 @@ inline std::vector<ExecutorKind> executor_kinds(std::size_t pool_queue) {
   return kinds;
 }
 
+// An executor a test leaks on purpose (a timer keeps it for good), made where LeakSanitizer does
+// not count it.
+template <class ExecutorType, class... Args>
+std::shared_ptr<ExecutorType> make_leaked_on_purpose(Args... args) {
+#if defined(WHEELTIMER_TEST_LSAN)
+  const __lsan::ScopedDisabler leaked_on_purpose;
+#endif
+  return std::make_shared<ExecutorType>(args...);
+}
+
+// Whether the executor `watch` points at is still alive and still runs work.
+template <class ExecutorType>
+bool kept_and_working(const std::weak_ptr<ExecutorType>& watch) {
+  const std::shared_ptr<ExecutorType> kept = watch.lock();
+  if (!kept) return false;
+  const auto ran = std::make_shared<std::promise<void>>();
+  kept->execute([ran] { ran->set_value(); });
+  return ran->get_future().wait_for(kMustHappen) == std::future_status::ready;
+}
+
 }  // namespace wheeltimer::testing
