@@ -1,6 +1,7 @@
 #include <wheeltimer/hashed_wheel_timer.hpp>
 
 #include <new>
+#include <utility>
 
 #include "executor_reference.hpp"
 #include "wheel_core.hpp"

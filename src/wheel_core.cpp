@@ -10,6 +10,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <wheeltimer/errors.hpp>
@@ -133,6 +134,9 @@ class WheelCore::ExecutorWork {
   TaskNode* node_;
   std::uint32_t epoch_;
 };
+
+// Nothing may throw before executor_ holds the reference: building the by-value options does not.
+static_assert(std::is_nothrow_move_constructible_v<TimerOptions>);
 
 WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
     : executor_(std::move(options.executor)),  // first, so that a failure below releases it safely

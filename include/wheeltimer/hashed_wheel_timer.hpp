@@ -34,7 +34,8 @@ class WheelCore;
 class HashedWheelTimer final : public Timer {
  public:
   // Starts the indicator thread. Invalid options (tick <= 0, wheel_size 0 or > 2^30) are
-  // std::invalid_argument naming the value.
+  // std::invalid_argument naming the value; no thread or no memory to be had, std::system_error
+  // or std::bad_alloc. A constructor that throws releases options.executor as the destructor would.
   explicit HashedWheelTimer(TimerOptions options = {});
   // stop(), discarding what it returns (those tasks are canceled). Out of memory, it cancels them
   // without handing them back, so it never fails.
