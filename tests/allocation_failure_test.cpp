@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <future>
 #include <memory>
@@ -33,7 +34,8 @@ thread_local int allocations_left = -1;  // before out_of_memory; -1: no limit
 void* allocate_unless_failing(std::size_t bytes, std::size_t alignment) {
   if (out_of_memory || allocations_left == 0) throw std::bad_alloc();
   if (allocations_left > 0) --allocations_left;
-  // aligned_alloc wants a multiple of the alignment.
+  // aligned_alloc wants a multiple of the alignment; a size that would wrap is no memory.
+  if (bytes > SIZE_MAX - alignment) throw std::bad_alloc();
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + alignment - 1) & ~(alignment - 1);
   if (void* memory = std::aligned_alloc(alignment, size)) return memory;
   throw std::bad_alloc();
@@ -273,7 +275,9 @@ TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
   // The job takes the reference out of `handed`, so the timer's options hold the last one.
   auto handed = std::make_shared<std::shared_ptr<CallerRunsPool>>(std::move(pool));
   const auto threw = std::make_shared<std::promise<bool>>();
-  runs_the_job.execute([handed, threw] {
+  std::promise<void> handed_over;  // so the job starts once execute() has returned
+  runs_the_job.execute([handed, threw, go = handed_over.get_future()] {
+    go.wait();
     auto options = TimerOptions();
     options.executor = std::move(*handed);
     bool thrown = false;
@@ -287,6 +291,7 @@ TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
     }
     threw->set_value(thrown);
   });
+  handed_over.set_value();
   auto result = threw->get_future();
   ASSERT_EQ(result.wait_for(testing::kMustHappen), std::future_status::ready);
   EXPECT_TRUE(result.get());

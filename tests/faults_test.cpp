@@ -1,6 +1,7 @@
 // Faults: an executor that refuses work, an allocation failure inside schedule(), an on_error
 // that throws. In each case no task may vanish, pending() must stay exact, and the timer must keep
-// working afterwards. Also a timer destroyed on its executor's own thread, and no thread to be had.
+// working afterwards. Also a timer destroyed on, or failing to be built on, its executor's own
+// thread, and no thread to be had.
 #include <pthread.h>
 
 #include <atomic>
@@ -220,6 +221,55 @@ TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
 }
 #endif
 
+// A job on the executor's own thread builds a timer with invalid options, handing it the
+// executor's last reference: the constructor throws std::invalid_argument, and the executor is
+// released on a thread of its own, not on the job's.
+template <class ExecutorType, class... Args>
+void fail_to_build_timer_on_its_executors_thread(Args... args) {
+  std::promise<std::thread::id> destroyed_on;
+  const auto report = [&destroyed_on](ExecutorType* dying) {
+    delete dying;
+    destroyed_on.set_value(std::this_thread::get_id());
+  };
+  std::shared_ptr<ExecutorType> executor(new ExecutorType(args...), report);
+  ExecutorType& runs_the_job = *executor;
+  // The job takes the reference out of `handed`, so the timer's options hold the last one.
+  auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
+  const auto outcome = std::make_shared<std::promise<std::pair<std::thread::id, bool>>>();
+  std::promise<void> handed_over;  // so the job starts once execute() has returned
+  runs_the_job.execute([handed, outcome, go = handed_over.get_future()] {
+    go.wait();
+    auto options = TimerOptions();
+    options.tick = Clock::duration::zero();
+    options.executor = std::move(*handed);
+    bool threw = false;
+    try {
+      HashedWheelTimer timer(std::move(options));
+    } catch (const std::invalid_argument&) {
+      threw = true;
+    }
+    outcome->set_value({std::this_thread::get_id(), threw});
+  });
+  handed_over.set_value();
+  auto result = outcome->get_future();
+  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+  const auto [job_thread, threw] = result.get();
+  EXPECT_TRUE(threw);
+  auto destroyed = destroyed_on.get_future();
+  ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_NE(destroyed.get(), job_thread) << "released on its own worker thread";
+}
+
+TEST_F(FaultsTest, TimerFailingToBuildOnItsPoolsThreadDoesNotReleaseThePoolThere) {
+  fail_to_build_timer_on_its_executors_thread<CallerRunsPool>(std::size_t{1}, std::size_t{8});
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(FaultsTest, TimerFailingToBuildOnItsArenasThreadDoesNotReleaseTheArenaThere) {
+  fail_to_build_timer_on_its_executors_thread<TbbArenaExecutor>(1);
+}
+#endif
+
 // While one lives, no thread started with default attributes (std::thread) can start: each asks
 // for a stack of 2^62 bytes, which no mmap() can map, as when a process has run out of threads (a
 // limit that root, unlike RLIMIT_NPROC, cannot ignore). oneTBB's workers set their own stack size.
@@ -328,7 +378,9 @@ void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   // The job takes the reference out of `handed`, so the timer's options hold the last one.
   auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
   const auto outcome = std::make_shared<std::promise<std::pair<bool, bool>>>();
-  runs_the_job.execute([handed, outcome] {
+  std::promise<void> handed_over;  // so the job starts once execute() has returned
+  runs_the_job.execute([handed, outcome, go = handed_over.get_future()] {
+    go.wait();
     bool refused = false;
     bool threw = false;
     {
@@ -344,6 +396,7 @@ void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
     }
     outcome->set_value({refused, threw});
   });
+  handed_over.set_value();
   auto result = outcome->get_future();
   ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
   const auto [refused, threw] = result.get();
