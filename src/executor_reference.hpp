@@ -30,7 +30,7 @@ class ExecutorReference {
   Executor* get() const noexcept { return executor_.get(); }
   explicit operator bool() const noexcept { return executor_ != nullptr; }
 
-  // Drops the reference now (elsewhere, if this is one of the executor's own threads).
+  // Drops the reference now: on another thread if this is a thread of the library's executors.
   void release() noexcept;
 
  private:
