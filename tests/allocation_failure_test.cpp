@@ -271,30 +271,20 @@ TEST(StopOutOfMemory, DestroyingATimerNeedsNoMemory) {
 TEST(BuildOutOfMemory, OnTheExecutorsOwnThreadKeepsTheExecutor) {
   auto pool = testing::make_leaked_on_purpose<CallerRunsPool>(std::size_t{1}, std::size_t{8});
   const std::weak_ptr<CallerRunsPool> watch = pool;
-  CallerRunsPool& runs_the_job = *pool;
-  // The job takes the reference out of `handed`, so the timer's options hold the last one.
-  auto handed = std::make_shared<std::shared_ptr<CallerRunsPool>>(std::move(pool));
-  const auto threw = std::make_shared<std::promise<bool>>();
-  std::promise<void> handed_over;  // so the job starts once execute() has returned
-  runs_the_job.execute([handed, threw, go = handed_over.get_future()] {
-    go.wait();
-    auto options = TimerOptions();
-    options.executor = std::move(*handed);
-    bool thrown = false;
-    {
-      const OutOfMemory no_memory;
-      try {
-        HashedWheelTimer timer(std::move(options));
-      } catch (const std::bad_alloc&) {
-        thrown = true;
-      }
-    }
-    threw->set_value(thrown);
-  });
-  handed_over.set_value();
-  auto result = threw->get_future();
-  ASSERT_EQ(result.wait_for(testing::kMustHappen), std::future_status::ready);
-  EXPECT_TRUE(result.get());
+  const auto threw = testing::run_holding_its_last_reference<bool>(
+      std::move(pool), [](std::shared_ptr<CallerRunsPool> last) {
+        auto options = TimerOptions();
+        options.executor = std::move(last);
+        const OutOfMemory no_memory;
+        try {
+          HashedWheelTimer timer(std::move(options));
+        } catch (const std::bad_alloc&) {
+          return true;
+        }
+        return false;
+      });
+  ASSERT_TRUE(threw.has_value()) << "the job did not finish";
+  EXPECT_TRUE(*threw);
   EXPECT_TRUE(testing::kept_and_working(watch)) << "the pool was not kept";
 }
 

@@ -28,6 +28,7 @@ using namespace std::chrono_literals;
 using testing::kept_and_working;
 using testing::kMustHappen;
 using testing::make_leaked_on_purpose;
+using testing::run_holding_its_last_reference;
 
 // Refuses every task while `refusing` is set, then runs them inline.
 class RefusingExecutor final : public Executor {
@@ -232,28 +233,21 @@ void fail_to_build_timer_on_its_executors_thread(Args... args) {
     destroyed_on.set_value(std::this_thread::get_id());
   };
   std::shared_ptr<ExecutorType> executor(new ExecutorType(args...), report);
-  ExecutorType& runs_the_job = *executor;
-  // The job takes the reference out of `handed`, so the timer's options hold the last one.
-  auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
-  const auto outcome = std::make_shared<std::promise<std::pair<std::thread::id, bool>>>();
-  std::promise<void> handed_over;  // so the job starts once execute() has returned
-  runs_the_job.execute([handed, outcome, go = handed_over.get_future()] {
-    go.wait();
-    auto options = TimerOptions();
-    options.tick = Clock::duration::zero();
-    options.executor = std::move(*handed);
-    bool threw = false;
-    try {
-      HashedWheelTimer timer(std::move(options));
-    } catch (const std::invalid_argument&) {
-      threw = true;
-    }
-    outcome->set_value({std::this_thread::get_id(), threw});
-  });
-  handed_over.set_value();
-  auto result = outcome->get_future();
-  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
-  const auto [job_thread, threw] = result.get();
+  const auto outcome = run_holding_its_last_reference<std::pair<std::thread::id, bool>>(
+      std::move(executor), [](std::shared_ptr<ExecutorType> last) {
+        auto options = TimerOptions();
+        options.tick = Clock::duration::zero();
+        options.executor = std::move(last);
+        bool threw = false;
+        try {
+          HashedWheelTimer timer(std::move(options));
+        } catch (const std::invalid_argument&) {
+          threw = true;
+        }
+        return std::pair(std::this_thread::get_id(), threw);
+      });
+  ASSERT_TRUE(outcome.has_value()) << "the job did not finish";
+  const auto [job_thread, threw] = *outcome;
   EXPECT_TRUE(threw);
   auto destroyed = destroyed_on.get_future();
   ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
@@ -374,32 +368,22 @@ template <class ExecutorType, class... Args>
 void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
   std::shared_ptr<ExecutorType> executor = make_leaked_on_purpose<ExecutorType>(args...);
   const std::weak_ptr<ExecutorType> watch = executor;
-  ExecutorType& runs_the_job = *executor;
-  // The job takes the reference out of `handed`, so the timer's options hold the last one.
-  auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
-  const auto outcome = std::make_shared<std::promise<std::pair<bool, bool>>>();
-  std::promise<void> handed_over;  // so the job starts once execute() has returned
-  runs_the_job.execute([handed, outcome, go = handed_over.get_future()] {
-    go.wait();
-    bool refused = false;
-    bool threw = false;
-    {
-      const NoNewThreads no_new_threads;
-      refused = !a_thread_starts();
-      auto options = TimerOptions();
-      options.executor = std::move(*handed);
-      try {
-        HashedWheelTimer timer(std::move(options));
-      } catch (const std::system_error&) {
-        threw = true;
-      }
-    }
-    outcome->set_value({refused, threw});
-  });
-  handed_over.set_value();
-  auto result = outcome->get_future();
-  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
-  const auto [refused, threw] = result.get();
+  const auto outcome = run_holding_its_last_reference<std::pair<bool, bool>>(
+      std::move(executor), [](std::shared_ptr<ExecutorType> last) {
+        const NoNewThreads no_new_threads;
+        const bool refused = !a_thread_starts();
+        auto options = TimerOptions();
+        options.executor = std::move(last);
+        bool threw = false;
+        try {
+          HashedWheelTimer timer(std::move(options));
+        } catch (const std::system_error&) {
+          threw = true;
+        }
+        return std::pair(refused, threw);
+      });
+  ASSERT_TRUE(outcome.has_value()) << "the job did not finish";
+  const auto [refused, threw] = *outcome;
   ASSERT_TRUE(refused) << "threads still started: the test shows nothing";
   EXPECT_TRUE(threw) << "the timer was built with no thread for its indicator";
   EXPECT_TRUE(kept_and_working(watch)) << "the executor was not kept";

@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -99,6 +100,28 @@ bool kept_and_working(const std::weak_ptr<ExecutorType>& watch) {
   const auto ran = std::make_shared<std::promise<void>>();
   kept->execute([ran] { ran->set_value(); });
   return ran->get_future().wait_for(kMustHappen) == std::future_status::ready;
+}
+
+// Runs `job` on one of `executor`'s threads and hands it the executor's last reference, which
+// this function takes from the caller: the job is called as job(std::move(last)) once execute()
+// has returned, and what it returns is this function's result. Empty if the job did not finish
+// within kMustHappen (it may then outlive this call: it shares nothing with it but the heap).
+template <class Result, class ExecutorType, class Job>
+std::optional<Result> run_holding_its_last_reference(std::shared_ptr<ExecutorType> executor,
+                                                     Job job) {
+  ExecutorType& runs_the_job = *executor;
+  auto handed = std::make_shared<std::shared_ptr<ExecutorType>>(std::move(executor));
+  const auto outcome = std::make_shared<std::promise<Result>>();
+  std::promise<void> handed_over;
+  runs_the_job.execute(
+      [handed, outcome, job = std::move(job), go = handed_over.get_future()]() mutable {
+        go.wait();
+        outcome->set_value(job(std::move(*handed)));
+      });
+  handed_over.set_value();
+  auto result = outcome->get_future();
+  if (result.wait_for(kMustHappen) != std::future_status::ready) return std::nullopt;
+  return result.get();
 }
 
 }  // namespace wheeltimer::testing
