@@ -30,7 +30,8 @@ class ExecutorReference {
   Executor* get() const noexcept { return executor_.get(); }
   explicit operator bool() const noexcept { return executor_ != nullptr; }
 
-  // Drops the reference now: on another thread if this is a thread of the library's executors.
+  // Drops the reference now; on a thread of the library's executors, hands it to a short-lived
+  // thread to drop instead (or keeps it for good if no thread can be had).
   void release() noexcept;
 
  private:

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <future>
 #include <memory>
 #include <new>
 #include <set>

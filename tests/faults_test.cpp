@@ -178,36 +178,45 @@ TEST_F(FaultsTest, TaskDroppingTheLastOutsideReferenceToTheExecutor) {
   EXPECT_EQ(destroyed_on.load(), std::this_thread::get_id());
 }
 
+// An executor whose deleter reports the thread it was destroyed on, and a future of that report,
+// so a test can wait for it. The promise is shared with the deleter, which may run after the test
+// has given up waiting.
+template <class ExecutorType, class... Args>
+std::pair<std::shared_ptr<ExecutorType>, std::future<std::thread::id>>
+make_reporting_where_destroyed(Args... args) {
+  const auto destroyed_on = std::make_shared<std::promise<std::thread::id>>();
+  std::future<std::thread::id> destroyed = destroyed_on->get_future();
+  std::shared_ptr<ExecutorType> executor(new ExecutorType(args...),
+                                         [destroyed_on](ExecutorType* dying) {
+                                           delete dying;
+                                           destroyed_on->set_value(std::this_thread::get_id());
+                                         });
+  return {std::move(executor), std::move(destroyed)};
+}
+
 // A job given straight to the pool (not a timer task) drops the last reference to the timer, while
 // the timer holds the last reference to the pool: the timer is destroyed on a pool thread, and the
 // pool's last reference must not be released there (its destructor would join or wait for the
 // very thread it runs on: std::terminate for the pool, a hang for the arena).
 template <class ExecutorType, class... Args>
 void destroy_timer_on_its_executors_thread(Args... args) {
-  // The deleter reports where and when the executor is destroyed, so the test can wait for it.
-  std::promise<std::thread::id> destroyed_on;
-  const auto report = [&destroyed_on](ExecutorType* dying) {
-    delete dying;
-    destroyed_on.set_value(std::this_thread::get_id());
-  };
-  std::shared_ptr<ExecutorType> executor(new ExecutorType(args...), report);
+  auto [executor, destroyed] = make_reporting_where_destroyed<ExecutorType>(args...);
   auto options = TimerOptions();
   options.executor = executor;
   auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
   ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
-  std::promise<std::thread::id> dropped_on;
+  const auto dropped_on = std::make_shared<std::promise<std::thread::id>>();
   std::promise<void> handed_over;
   executor->execute(
-      [timer = std::move(timer), &dropped_on, handed = handed_over.get_future()]() mutable {
+      [timer = std::move(timer), dropped_on, handed = handed_over.get_future()]() mutable {
         handed.wait();
         timer.reset();  // ~HashedWheelTimer on the executor's own thread
-        dropped_on.set_value(std::this_thread::get_id());
+        dropped_on->set_value(std::this_thread::get_id());
       });
   executor.reset();  // now the timer holds the executor's last reference
   handed_over.set_value();
-  auto dropped = dropped_on.get_future();
+  auto dropped = dropped_on->get_future();
   ASSERT_EQ(dropped.wait_for(kMustHappen), std::future_status::ready);
-  auto destroyed = destroyed_on.get_future();
   ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
   EXPECT_NE(destroyed.get(), dropped.get()) << "released on its own worker thread";
 }
@@ -227,12 +236,7 @@ TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
 // released on a thread of its own, not on the job's.
 template <class ExecutorType, class... Args>
 void fail_to_build_timer_on_its_executors_thread(Args... args) {
-  std::promise<std::thread::id> destroyed_on;
-  const auto report = [&destroyed_on](ExecutorType* dying) {
-    delete dying;
-    destroyed_on.set_value(std::this_thread::get_id());
-  };
-  std::shared_ptr<ExecutorType> executor(new ExecutorType(args...), report);
+  auto [executor, destroyed] = make_reporting_where_destroyed<ExecutorType>(args...);
   const auto outcome = run_holding_its_last_reference<std::pair<std::thread::id, bool>>(
       std::move(executor), [](std::shared_ptr<ExecutorType> last) {
         auto options = TimerOptions();
@@ -249,7 +253,6 @@ void fail_to_build_timer_on_its_executors_thread(Args... args) {
   ASSERT_TRUE(outcome.has_value()) << "the job did not finish";
   const auto [job_thread, threw] = *outcome;
   EXPECT_TRUE(threw);
-  auto destroyed = destroyed_on.get_future();
   ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
   EXPECT_NE(destroyed.get(), job_thread) << "released on its own worker thread";
 }

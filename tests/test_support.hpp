@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <wheeltimer/wheeltimer.hpp>
@@ -102,10 +103,12 @@ bool kept_and_working(const std::weak_ptr<ExecutorType>& watch) {
   return ran->get_future().wait_for(kMustHappen) == std::future_status::ready;
 }
 
-// Runs `job` on one of `executor`'s threads and hands it the executor's last reference, which
-// this function takes from the caller: the job is called as job(std::move(last)) once execute()
-// has returned, and what it returns is this function's result. Empty if the job did not finish
-// within kMustHappen (it may then outlive this call: it shares nothing with it but the heap).
+// Runs `job` on one of `executor`'s threads, handing it the executor's last reference, which
+// this function takes from the caller: job(std::move(last)) must pass `last` on (to the timer it
+// builds), or it is released right there, on the executor's own thread. The job starts only once
+// execute() has returned, since it may be what frees the executor. Returns what the job returned,
+// or nothing if it had not returned within kMustHappen (it may then outlive this call; it shares
+// nothing with it but the heap). execute() must queue the job, not run it on the caller.
 template <class Result, class ExecutorType, class Job>
 std::optional<Result> run_holding_its_last_reference(std::shared_ptr<ExecutorType> executor,
                                                      Job job) {
@@ -116,7 +119,8 @@ std::optional<Result> run_holding_its_last_reference(std::shared_ptr<ExecutorTyp
   runs_the_job.execute(
       [handed, outcome, job = std::move(job), go = handed_over.get_future()]() mutable {
         go.wait();
-        outcome->set_value(job(std::move(*handed)));
+        Result result = job(std::move(*handed));  // `last` is gone before the test is told
+        outcome->set_value(std::move(result));
       });
   handed_over.set_value();
   auto result = outcome->get_future();
