@@ -42,27 +42,13 @@ thread_local unsigned settle_stripe = kNoStripe;
 // in the reverse order of its cancels (see for_each_canceled()).
 thread_local unsigned canceled_turn = 0;
 
-// A flood of schedule() or cancel() calls delays due tasks by at most this much work per round,
-// each (the rest waits in its queue or lists for the next round, which follows at once). Netty
+// A flood of schedule() or cancel() calls delays due tasks by at most about this much work per
+// round, each (the rest waits in its lanes or lists for the next round, which follows at once). Netty
 // takes 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench
 // fire`'s scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
-constexpr std::size_t kBatch = 256;
+constexpr std::size_t kBatch = InboundLanes::kBatch;  // how many stop() drains at a time
 
-// Takes up to kMaxNodesPerRound nodes off `queue`, a batch at a time, and passes each batch to
-// `handle`. True if it stopped at that cap, with maybe more left.
-template <class Handle>
-bool take_round(moodycamel::ConcurrentQueue<TaskNode*>& queue, Handle&& handle) {
-  TaskNode* batch[kBatch];
-  for (std::size_t taken = 0; taken < kMaxNodesPerRound;) {
-    const std::size_t count =
-        queue.try_dequeue_bulk(batch, std::min(kBatch, kMaxNodesPerRound - taken));
-    if (count == 0) return false;
-    taken += count;
-    handle(std::span<TaskNode* const>(batch, count));
-  }
-  return true;
-}
 // Cascaded nodes moved per round, between rounds of starting due tasks: a due task waits for at
 // most one chunk of cascading (and one round of intake and of unlinking). In `wheeltimer-bench
 // fire` a level-1 slot of ~490,000 nodes cascades from 448 ms on. The p99 lateness of the tasks
@@ -156,7 +142,7 @@ WheelCore::~WheelCore() {
   stop_discarding();
   // An adopt() whose task was canceled between attach and push can leave its node in the inbound
   // queue after stop() has drained it (pending() had already dropped): release what is left.
-  for (TaskNode* node = nullptr; inbound_.try_dequeue(node);) node->release();
+  for (TaskNode* node = nullptr; inbound_.take(&node, 1) != 0;) node->release();
   // executor_, the first member, is the last to go (see ExecutorReference).
 }
 
@@ -251,7 +237,7 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
   TaskNode* node = nullptr;
   try {
     node = TaskNode::create(std::move(task), deadline, this);
-    if (!inbound_.enqueue(node)) throw std::bad_alloc();
+    if (!inbound_.push(node, deadline)) throw std::bad_alloc();
   } catch (...) {
     if (node != nullptr) node->release(2);  // nobody else has seen it: both references
     settled_one();
@@ -273,7 +259,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     return TimerFuture(node);
   }
   node->retain();  // the returned future's reference
-  if (!inbound_.enqueue(node)) {
+  if (!inbound_.push(node, node->deadline())) {
     if (node->detach()) {  // else a concurrent cancel() already settled it
       settled_one();
       node->cancel();
@@ -366,7 +352,9 @@ void WheelCore::run_indicator() {
     const std::uint64_t tick = wheel_.tick_of(now);
     if (tick != Wheel::kNever) {
       try {
-        wheel_.advance_to(saturating_tick_add(tick, lookahead_ticks_), to_due);
+        const std::uint64_t ahead = saturating_tick_add(tick, lookahead_ticks_);
+        wheel_.advance_to(ahead, to_due);
+        inbound_.set_horizon(wheel_.tick_time(ahead + 1));  // tasks due before it go to due_
       } catch (const std::bad_alloc&) {
         // Out of memory for the cascade queue: every task is still held. Start what is due and
         // try again shortly (or when woken).
@@ -419,7 +407,7 @@ std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t t
 
 void WheelCore::transfer_inbound() {
   // What is left is seen by the check of the inbound queue before the indicator sleeps.
-  take_round(inbound_, [this](std::span<TaskNode* const> nodes) {
+  inbound_.take_round(kMaxNodesPerRound, [this](std::span<TaskNode* const> nodes) {
     // The nodes were written on the producers' cores. Ask for all of them first: enter_wheel()'s
     // compare-and-swap would otherwise wait out each cache miss in turn.
     for (TaskNode* node : nodes) __builtin_prefetch(node, 1);
@@ -595,7 +583,7 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
   // destroyed while another thread is still inside one of its calls (as for any C++ object).
   for (TaskNode* batch[kBatch];;) {
     const std::size_t allowed = std::min(kBatch, room(inbound_.size_approx()));
-    const std::size_t count = inbound_.try_dequeue_bulk(batch, allowed);
+    const std::size_t count = inbound_.take(batch, allowed);
     for (std::size_t i = 0; i < count; ++i) reclaim(batch[i]);
     if (count != 0) continue;
     if (outstanding() == 0) break;

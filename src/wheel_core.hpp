@@ -48,12 +48,11 @@
 #include <thread>
 #include <vector>
 
-#include <concurrentqueue/concurrentqueue.h>
-
 #include <wheeltimer/timer.hpp>
 
 #include "due_queue.hpp"
 #include "executor_reference.hpp"
+#include "inbound_lanes.hpp"
 #include "task_node.hpp"
 #include "time_source.hpp"
 #include "wheel.hpp"
@@ -186,7 +185,7 @@ class WheelCore {
   static constexpr std::size_t kStripes = 16;
   Stripe stripes_[kStripes];
 
-  alignas(64) moodycamel::ConcurrentQueue<TaskNode*> inbound_;
+  InboundLanes inbound_;  // see inbound_lanes.hpp
 
   // Indicator-owned state.
   // stop() has begun: what the indicator reads, so that it never reads control_, which every
