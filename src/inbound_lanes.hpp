@@ -7,8 +7,9 @@
 // would wait behind every far-off task pushed before it. Here a task due before the indicator's
 // horizon (the end of the ticks it has already run the wheel through, published with
 // set_horizon()) goes to the soon lane, which the indicator takes from first. Any other task is
-// due at least a lookahead after it was pushed, so only a backlog longer than that could make it
-// late.
+// due at least a lookahead after the indicator's last round, so only a backlog longer than that
+// could make it late. While the indicator sleeps the horizon grows stale, and a task due soon may
+// go to the far lane; it then waits behind fewer tasks, as no flood is being taken in.
 //
 // The lane is only a hint: both lanes are taken in, looked at before the indicator sleeps and
 // drained by stop(), so a stale horizon costs some lateness at worst, never a task.
@@ -42,8 +43,12 @@ class InboundLanes {
   }
 
   // Tasks due before `horizon` count as due soon from now on.
+  // Stores only a change, so the producers' copies of the line stay valid within a tick.
   void set_horizon(Clock::time_point horizon) noexcept {
-    horizon_.store(horizon.time_since_epoch().count(), std::memory_order_relaxed);
+    const Clock::rep value = horizon.time_since_epoch().count();
+    if (horizon_.load(std::memory_order_relaxed) != value) {
+      horizon_.store(value, std::memory_order_relaxed);
+    }
   }
 
   std::size_t size_approx() const noexcept { return soon_.size_approx() + far_.size_approx(); }
@@ -51,6 +56,7 @@ class InboundLanes {
   // Takes up to `limit` nodes into `out`, the soon lane's first; returns how many.
   std::size_t take(TaskNode** out, std::size_t limit) noexcept {
     const std::size_t soon = soon_.try_dequeue_bulk(out, limit);
+    if (soon == limit) return soon;
     return soon + far_.try_dequeue_bulk(out + soon, limit - soon);
   }
 

@@ -43,7 +43,8 @@ thread_local unsigned settle_stripe = kNoStripe;
 thread_local unsigned canceled_turn = 0;
 
 // A flood of schedule() or cancel() calls delays due tasks by at most about this much work per
-// round, each (the rest waits in its lanes or lists for the next round, which follows at once). Netty
+// round, each (intake may take one batch more: see InboundLanes::take_round()); the rest waits
+// in its lanes or lists for the next round, which follows at once. Netty
 // takes 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench
 // fire`'s scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
@@ -406,7 +407,7 @@ std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t t
 }
 
 void WheelCore::transfer_inbound() {
-  // What is left is seen by the check of the inbound queue before the indicator sleeps.
+  // What is left is seen by the check of the inbound lanes before the indicator sleeps.
   inbound_.take_round(kMaxNodesPerRound, [this](std::span<TaskNode* const> nodes) {
     // The nodes were written on the producers' cores. Ask for all of them first: enter_wheel()'s
     // compare-and-swap would otherwise wait out each cache miss in turn.
@@ -576,7 +577,7 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
     node->release();
   }
   // Every accepted task keeps pending() above zero until it settles or is reclaimed here. Tasks
-  // that producers admitted before the flag may still be on their way into the inbound queue,
+  // that producers admitted before the flag may still be on their way into the inbound lanes,
   // and cancel() calls that won elsewhere may still be finishing: drain until nothing is pending.
   // After that no task or cancel() touches this timer again; a schedule() call still returning
   // may read wake_at_ and wake the (interrupted) time source, which is why the timer must not be
@@ -604,7 +605,7 @@ std::vector<PendingTask> WheelCore::stop() {
   if (stopped_) return {};
   halt_indicator();
   // Room is made before a task is taken out, so running out of memory strands none: each task is
-  // then either where it was or in handed_back_, for the next call. The inbound queue is usually
+  // then either where it was or in handed_back_, for the next call. The inbound lanes are usually
   // empty by now, and the margin spares the common case a second allocation.
   constexpr std::size_t kMargin = 64;
   const auto make_room = [this](std::size_t wanted) {

@@ -1,14 +1,14 @@
-// WheelCore: everything behind a HashedWheelTimer: the inbound queue producers push into, the
+// WheelCore: everything behind a HashedWheelTimer: the inbound lanes producers push into, the
 // indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop().
 //
 // Threads:
 //  - schedule_at()/adopt(): any thread. They count the task as admitted in `control_`, then push
-//    it onto the lock-free inbound queue; only the indicator (or stop(), after the indicator
+//    it onto one of the lock-free inbound lanes; only the indicator (or stop(), after the indicator
 //    exits) pops it.
 //    A task due before the indicator's next wake-up (`wake_at_`) wakes it early.
 //  - TaskNode::cancel(): any thread; calls on_canceled(), which lists the node for unlinking and
 //    now and then asks the indicator to unlink (see "Waking").
-//  - The wheel, `dispatched_`, the consumer side of the inbound queue and the taking of the lists
+//  - The wheel, `dispatched_`, the consumer side of the inbound lanes and the taking of the lists
 //    of canceled nodes: the indicator thread, and stop() once it has joined the indicator.
 //  - stop(): any thread but the timer's own tasks; serialised by stop_mutex_.
 //
@@ -16,14 +16,14 @@
 // handed back, or admitted and then undone). `control_` packs the admitted count and the stopping
 // flag into one word, so "is it stopping?" and "count me" are one atomic step: a producer either
 // sees the flag and backs out, or is counted before stop() sets it, and then stop() keeps draining
-// the inbound queue until that task (like every other accepted one) has been reclaimed and
+// the inbound lanes until that task (like every other accepted one) has been reclaimed and
 // pending() is zero. Settling is spread over `stripes_`, counters on cache lines of their own,
 // one picked per thread, so threads canceling at once do not fight over one line; pending() and a
 // max_pending check that fails sum them up (see admit() and pending() in wheel_core.cpp).
 //
 // Waking: the indicator sleeps until the earliest deadline it knows of, or the next wheel event,
 // whichever comes first, and publishes that time in `wake_at_` (kAwake while it works). A producer
-// pushes, then reads `wake_at_`; the indicator publishes, then looks at the queue once more before
+// pushes, then reads `wake_at_`; the indicator publishes, then looks at the lanes once more before
 // sleeping. With a full barrier on each side (Dekker's pattern) either the producer sees the
 // published time and wakes the indicator if its task is due earlier, or the indicator sees the
 // task. Every kHousekeepingPeriod-th task admitted also wakes a sleeping indicator. So does a
@@ -138,7 +138,7 @@ class WheelCore {
   void halt_indicator();
   // Takes every task out of the stopped timer: each that has not started is detached, settled
   // and passed to `hand_back`; running ones are waited for, and the rest released. Before it
-  // takes anything out of the inbound queue it asks `room(n)`, n being how many wait there (a
+  // takes anything out of the inbound lanes it asks `room(n)`, n being how many wait there (a
   // guess), how many it may take; so a hand_back that allocates can make room first, and a
   // failure leaves the rest where they are.
   template <class HandBack, class Room>
