@@ -44,9 +44,8 @@ thread_local unsigned canceled_turn = 0;
 
 // A flood of schedule() or cancel() calls delays due tasks by at most about this much work per
 // round, each (intake may take one batch more: see InboundLanes::take_round()); the rest waits
-// in its lanes or lists for the next round, which follows at once. Netty
-// takes 100,000 a tick; at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench
-// fire`'s scheduling loop.
+// in its lanes or lists for the next round, which follows at once. Netty takes 100,000 a tick;
+// at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
 constexpr std::size_t kBatch = InboundLanes::kBatch;  // how many stop() drains at a time
 

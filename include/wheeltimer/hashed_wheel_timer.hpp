@@ -7,9 +7,10 @@
 // not wake up at all), and a new task due before that wakes it early. Tasks whose tick has begun
 // are started at their exact deadline, in deadline order, not at the end of their tick. New tasks
 // arrive through two lock-free many-producer queues (one for tasks due soon, taken first), taken
-// in bounded batches so a flood of schedule() calls cannot starve due tasks. Canceled tasks leave the wheel the next time the
-// indicator wakes, which every 16,384th schedule() call forces; cancel() calls force it too, about
-// once per 16,384 tasks settled (counted per group of threads; best effort).
+// in bounded batches so a flood of schedule() calls cannot starve due tasks. Canceled tasks leave
+// the wheel the next time the indicator wakes, which every 16,384th schedule() call forces;
+// cancel() calls force it too, about once per 16,384 tasks settled (counted per group of threads;
+// best effort).
 //
 // Threads: every member may be called from any thread, concurrently, and schedule(), cancel() and
 // adopt() from inside the timer's own tasks. stop() from inside one of its own tasks throws
