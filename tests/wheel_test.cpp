@@ -212,6 +212,25 @@ TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
   EXPECT_EQ(fired_ids(), (std::vector<int>{3, 1, 2}));
 }
 
+// A task due now, scheduled behind a backlog of far-off ones, runs in the indicator's first round
+// of intake, not after the backlog: each round publishes the indicator's horizon to the inbound
+// lanes, so the task goes to the soon lane, which is taken from first. (With every task in one
+// lane, the backlog, about three rounds of intake at 4,096 a round, would all be linked first.)
+TEST_F(WheelTest, ATaskDueNowOvertakesABacklogOfFarOnes) {
+  auto wheel = make_wheel(512);
+  schedule(*wheel, 0, start_ + 1h);
+  clock_->advance(0ns);  // sleeps until the hour is near, its horizon published
+  constexpr std::size_t kBacklog = 12'000;  // fewer than wake it for housekeeping
+  std::vector<TimerFuture> backlog;
+  for (std::size_t i = 0; i < kBacklog; ++i) backlog.push_back(schedule(*wheel, 1, start_ + 2h));
+  std::size_t linked_when_run = 0;
+  auto due_now = wheel->schedule_at([&] { linked_when_run = wheel->linked(); }, start_);
+  clock_->advance(0ns);  // waits for the wake-up the task due now asked for
+  ASSERT_EQ(due_now.state(), TaskState::finished);
+  EXPECT_EQ(wheel->linked(), kBacklog + 1);
+  EXPECT_LT(linked_when_run, kBacklog / 2) << "the task waited behind the backlog";
+}
+
 // Canceled tasks do not wait for a far-off wake-up to leave the wheel: every
 // kHousekeepingPeriod-th task scheduled wakes a sleeping indicator, which takes the new tasks in
 // and drops those canceled meanwhile. (Each is scheduled after the one before was canceled, and
