@@ -80,7 +80,8 @@ class WheelCore {
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
   // Tasks linked in the wheel now. The indicator owns the wheel: read this only while it is
-  // known to sleep (tests on a ManualClock, after advance()).
+  // known to sleep (tests on a ManualClock, after advance()), or on the indicator's own thread
+  // (from a task it runs inline).
   std::size_t linked() const noexcept { return wheel_.size(); }
   static constexpr std::size_t kHousekeepingPeriod = 16384;
 

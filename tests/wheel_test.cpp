@@ -219,8 +219,9 @@ TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
 TEST_F(WheelTest, ATaskDueNowOvertakesABacklogOfFarOnes) {
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
-  clock_->advance(0ns);  // sleeps until the hour is near, its horizon published
-  constexpr std::size_t kBacklog = 12'000;  // fewer than wake it for housekeeping
+  clock_->advance(0ns);  // asleep, its horizon published; a task due in 2 h does not wake it
+  constexpr std::size_t kBacklog = 12'000;
+  static_assert(kBacklog + 2 < WheelCore::kHousekeepingPeriod, "no housekeeping wake-up");
   std::vector<TimerFuture> backlog;
   for (std::size_t i = 0; i < kBacklog; ++i) backlog.push_back(schedule(*wheel, 1, start_ + 2h));
   std::size_t linked_when_run = 0;
@@ -343,9 +344,10 @@ TEST_F(WheelTest, LateByManyTicksCatchesUpInOrderWithoutLosingAnything) {
     schedule(*wheel, i, deadline);
     if (deadline <= start_ + 1000 * kTick) expected.push_back(i);
   }
-  // Every task taken in before the jump (task 0, due now, woke the indicator): a jump in the
-  // middle of a round would find tasks still in the inbound lanes, and they would start in the
-  // next round, after tasks due later that the round found in the wheel.
+  // Let the indicator go back to sleep first, so the jump's round takes every task in before it
+  // reads the clock. (A jump in the middle of a round, the indicator woken by a task due before
+  // its planned wake-up, would leave the tasks pushed after the round's intake for the next
+  // round, after tasks due later that this round found in the wheel.)
   clock_->advance(0ns);
   clock_->advance(1000 * kTick);
   ASSERT_EQ(fired_.size(), expected.size());
