@@ -594,6 +594,8 @@ TEST_P(QueuedInExecutorTest, QueuedTaskIsWaitingAndCancelableThenNeverRuns) {
   EXPECT_EQ(timer_->pending(), 1u);
   EXPECT_TRUE(queued.cancel());
   EXPECT_EQ(queued.state(), TaskState::canceled);
+  // By the cancel() itself, while the wrapper still waits behind the blocked worker.
+  EXPECT_TRUE(capture_alive.expired()) << "a canceled task's captures outlived its cancel()";
   EXPECT_EQ(timer_->pending(), 0u);  // cancel() lowers pending() before returning
   EXPECT_FALSE(queued.cancel());     // only the one call that made the change
 
@@ -631,6 +633,29 @@ TEST_P(QueuedInExecutorTest, StopHandsBackTaskQueuedInExecutor) {
   handed_back[0].run();
   EXPECT_EQ(runs.load(), 1);
   EXPECT_EQ(queued.state(), TaskState::finished);
+}
+
+// A wrapper that a stopped timer left in a shared executor never starts the task once another
+// timer has adopted it: only the adopter's own wrapper does, and the run settles on the adopter.
+TEST_P(QueuedInExecutorTest, StaleWrapperNeverStartsATaskAnotherTimerAdopted) {
+  std::atomic<int> runs{0};
+  TimerFuture queued = schedule_queued(runs, nullptr);
+  std::vector<wheeltimer::PendingTask> handed_back = timer_->stop();  // its wrapper stays queued
+  ASSERT_EQ(handed_back.size(), 1u);
+
+  HashedWheelTimer adopter(TimerOptions{.executor = counter_});
+  const std::size_t before = counter_->handed();
+  EXPECT_TRUE(adopter.adopt(std::move(handed_back[0])) == queued);
+  ASSERT_TRUE(counter_->wait_handed(before + 1));  // due already: queued behind the stale wrapper
+  EXPECT_EQ(adopter.pending(), 1u);
+
+  blocker_.release();  // the stale wrapper runs first
+  ASSERT_TRUE(queued.wait_for(kMustHappen));
+  EXPECT_EQ(queued.state(), TaskState::finished);
+  EXPECT_EQ(runs.load(), 1);
+  // A stale start would have settled it on the stopped timer, leaving it pending here for good.
+  EXPECT_EQ(adopter.pending(), 0u) << "the stale wrapper started the adopted task";
+  EXPECT_EQ(timer_->pending(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, QueuedInExecutorTest,

@@ -149,7 +149,8 @@ class HashedWheelTimerTest : public ::testing::Test {
 
 TEST_F(HashedWheelTimerTest, ZeroTickIsInvalidArgumentNamingTheValue) {
   const std::string message = invalid_options_message(TimerOptions{.tick = Clock::duration::zero()});
-  EXPECT_NE(message.find('0'), std::string::npos) << message;
+  // "got 0": the rule's own "> 0" would not show that the value is named.
+  EXPECT_NE(message.find("got 0"), std::string::npos) << message;
 }
 
 TEST_F(HashedWheelTimerTest, NegativeTickIsInvalidArgumentNamingTheValue) {
@@ -160,7 +161,8 @@ TEST_F(HashedWheelTimerTest, NegativeTickIsInvalidArgumentNamingTheValue) {
 
 TEST_F(HashedWheelTimerTest, ZeroWheelSizeIsInvalidArgumentNamingTheValue) {
   const std::string message = invalid_options_message(TimerOptions{.wheel_size = 0});
-  EXPECT_NE(message.find('0'), std::string::npos) << message;
+  // "got 0": the allowed range's own digits would not show that the value is named.
+  EXPECT_NE(message.find("got 0"), std::string::npos) << message;
 }
 
 TEST_F(HashedWheelTimerTest, OversizedWheelIsInvalidArgumentNamingTheValue) {
@@ -192,6 +194,17 @@ TEST_F(HashedWheelTimerTest, LargestWheelSizeIsAccepted) {
   HashedWheelTimer timer(TimerOptions{.tick = 1h, .wheel_size = largest});
   EXPECT_EQ(timer.wheel_size(), largest);
 }
+
+// The shapes API.md fixes: Clock, the mockable Timer, and HashedWheelTimer's explicit
+// constructor, its default options and its noexcept pending().
+static_assert(std::is_same_v<Clock, std::chrono::steady_clock>);
+static_assert(std::is_abstract_v<Timer> && std::has_virtual_destructor_v<Timer>);
+static_assert(std::is_base_of_v<Timer, HashedWheelTimer> && std::is_final_v<HashedWheelTimer>);
+static_assert(std::is_constructible_v<HashedWheelTimer, TimerOptions>);
+static_assert(!std::is_convertible_v<TimerOptions, HashedWheelTimer>, "explicit constructor");
+static_assert(std::is_default_constructible_v<HashedWheelTimer>);
+static_assert(noexcept(std::declval<const HashedWheelTimer&>().pending()));
+static_assert(std::is_same_v<decltype(std::declval<Timer&>().stop()), std::vector<PendingTask>>);
 
 TEST_F(HashedWheelTimerTest, OptionsAreAnAggregateWithDocumentedDefaults) {
   static_assert(std::is_aggregate_v<TimerOptions>);
@@ -700,6 +713,18 @@ TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsInline) { expect_on_error_
 TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsOnPool) {
   expect_on_error_told(std::make_shared<CallerRunsPool>(1, 16));
 }
+
+// InlineExecutor passes on what its work throws: told once, so the timer's wrapped work must not
+// throw what the task threw (the indicator would report it again as the executor's refusal).
+TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsOnInlineExecutorOnce) {
+  expect_on_error_told(std::make_shared<InlineExecutor>());
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(HashedWheelTimerTest, OnErrorGetsTaskExceptionsOnArena) {
+  expect_on_error_told(std::make_shared<wheeltimer::TbbArenaExecutor>(1));
+}
+#endif
 
 void expect_throwing_tasks_do_not_stop_the_timer(std::shared_ptr<Executor> executor) {
   HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});

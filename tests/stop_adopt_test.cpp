@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -323,27 +324,33 @@ TEST_F(StopAdoptTest, DueTaskNotStartedWhenStopBeginsIsHandedBack) {
 }
 
 TEST_F(StopAdoptTest, ScheduleDuringStopIsStoppedFromAnyThread) {
-  // A task handed back by another timer, to try adopt() with.
+  // Tasks handed back by another timer, to try adopt() with: from another thread and from inside.
   HashedWheelTimer donor(fast_options());
   TimerFuture donated = donor.schedule([] {}, 1h);
+  TimerFuture donated_inside = donor.schedule([] {}, 2h);
   std::vector<PendingTask> donations = donor.stop();
-  ASSERT_EQ(donations.size(), 1u);
+  ASSERT_EQ(donations.size(), 2u);
 
   HashedWheelTimer timer(fast_options());
   struct Inside {
     Gate started;
     Gate release;
-    std::atomic<bool> stopped_inside{false};
+    std::atomic<int> refusals_inside{0};
   };
   auto inside = std::make_shared<Inside>();
   TimerFuture running = timer.schedule(
-      [&timer, inside] {
+      [&timer, &donations, inside] {
         inside->started.open();
         inside->release.wait();
         try {
           timer.schedule([] {}, 0ms);
         } catch (const Stopped&) {
-          inside->stopped_inside.store(true);
+          inside->refusals_inside.fetch_add(1);
+        }
+        try {
+          timer.adopt(std::move(donations[1]));
+        } catch (const Stopped&) {
+          inside->refusals_inside.fetch_add(1);
         }
       },
       0ms);
@@ -371,7 +378,8 @@ TEST_F(StopAdoptTest, ScheduleDuringStopIsStoppedFromAnyThread) {
 
   inside->release.open();
   stopper.join();
-  EXPECT_TRUE(inside->stopped_inside.load()) << "a running task could still schedule";
+  EXPECT_EQ(inside->refusals_inside.load(), 2) << "a running task could still schedule or adopt";
+  EXPECT_EQ(donated_inside.state(), TaskState::canceled);
   EXPECT_EQ(running.state(), TaskState::finished);
 }
 
@@ -465,6 +473,15 @@ TEST_F(StopAdoptTest, DestructorStopsAndCancelsUnrunTasks) {
 
 // ---------------------------------------------------------------------------------------------
 // PendingTask
+
+// PendingTask is a move-only value (API.md).
+static_assert(!std::is_copy_constructible_v<PendingTask>);
+static_assert(!std::is_copy_assignable_v<PendingTask>);
+static_assert(std::is_nothrow_move_constructible_v<PendingTask> &&
+              std::is_nothrow_move_assignable_v<PendingTask>);
+static_assert(std::is_same_v<decltype(std::declval<const PendingTask&>().deadline()),
+                             Clock::time_point>);
+static_assert(std::is_same_v<decltype(std::declval<const PendingTask&>().future()), TimerFuture>);
 
 class PendingTaskTest : public StopAdoptTest {
  protected:
@@ -568,6 +585,24 @@ TEST_F(PendingTaskTest, DroppingUnrunTaskCancelsAndWakesWaiter) {
   EXPECT_TRUE(destroyed->load()) << "captures outlived their PendingTask";
 }
 
+TEST_F(PendingTaskTest, MoveAssigningOverAnUnrunTaskCancelsIt) {
+  auto overwritten_destroyed = std::make_shared<std::atomic<bool>>(false);
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  PendingTask target = hand_back([probe = DestroyFlag(overwritten_destroyed)] {});
+  PendingTask source = hand_back([runs] { runs->fetch_add(1); });
+  TimerFuture overwritten = target.future();
+  TimerFuture moved = source.future();
+
+  target = std::move(source);
+  EXPECT_EQ(overwritten.state(), TaskState::canceled) << "the task it held was dropped unrun";
+  EXPECT_TRUE(overwritten_destroyed->load()) << "its captures outlived it";
+  EXPECT_EQ(target.future(), moved);
+  EXPECT_EQ(moved.state(), TaskState::waiting);
+  target.run();
+  EXPECT_EQ(runs->load(), 1);
+  EXPECT_EQ(moved.state(), TaskState::finished);
+}
+
 // ---------------------------------------------------------------------------------------------
 // adopt()
 
@@ -634,6 +669,28 @@ TEST_F(StopAdoptTest, AdoptOfCanceledTaskSchedulesNothing) {
   TimerFuture fits = target.schedule([] {}, 1h);
   EXPECT_EQ(target.pending(), 1u);
   EXPECT_FALSE(ran->load());
+}
+
+// Stopped and Rejected are checked before the canceled future is noticed.
+TEST_F(StopAdoptTest, AdoptOfCanceledTaskStillThrowsStoppedOrRejected) {
+  HashedWheelTimer origin(fast_options());
+  TimerFuture first = origin.schedule([] {}, 1h);
+  TimerFuture second = origin.schedule([] {}, 2h);
+  std::vector<PendingTask> handed = origin.stop();
+  ASSERT_EQ(handed.size(), 2u);
+  ASSERT_TRUE(first.cancel());
+  ASSERT_TRUE(second.cancel());
+
+  HashedWheelTimer stopped(fast_options());
+  stopped.stop();
+  EXPECT_THROW(stopped.adopt(std::move(handed[0])), Stopped);
+
+  HashedWheelTimer full(TimerOptions{.tick = 1ms, .max_pending = 1});
+  TimerFuture occupant = full.schedule([] {}, 1h);
+  EXPECT_THROW(full.adopt(std::move(handed[1])), Rejected);
+  EXPECT_EQ(full.pending(), 1u);
+  EXPECT_EQ(second.state(), TaskState::canceled);
+  EXPECT_EQ(occupant.state(), TaskState::waiting);
 }
 
 TEST_F(StopAdoptTest, AdoptIntoStoppedTimerThrowsStoppedAndCancels) {

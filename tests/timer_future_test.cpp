@@ -5,6 +5,7 @@
 // shows up as a failed expectation, never as a hung run.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <future>
@@ -12,7 +13,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -58,6 +61,24 @@ class CaptureProbe {
  private:
   std::shared_ptr<Record> record_;
 };
+
+// The declarations API.md fixes, checked where a test could not see them.
+static_assert(std::is_same_v<std::underlying_type_t<TaskState>, std::uint8_t>);
+static_assert(std::is_same_v<decltype(to_string(TaskState::waiting)), std::string_view>);
+static_assert(std::is_copy_constructible_v<TimerFuture> && std::is_copy_assignable_v<TimerFuture>);
+static_assert(std::is_default_constructible_v<TimerFuture>);
+static_assert(noexcept(std::declval<const TimerFuture&>().valid()));
+static_assert(noexcept(std::declval<const TimerFuture&>().state()));
+static_assert(noexcept(std::declval<TimerFuture&>().cancel()));
+static_assert(noexcept(std::declval<const TimerFuture&>().is_cancelled()));
+static_assert(noexcept(std::declval<const TimerFuture&>().is_done()));
+static_assert(noexcept(std::declval<const TimerFuture&>().deadline()));
+static_assert(noexcept(std::declval<const TimerFuture&>().exception()));
+static_assert(std::is_same_v<decltype(std::declval<const TimerFuture&>().deadline()),
+                             Clock::time_point>);
+static_assert(std::is_same_v<decltype(std::declval<const TimerFuture&>().wait_for(1ms)), bool>);
+static_assert(std::is_same_v<decltype(std::declval<const TimerFuture&>().wait_until(Clock::now())),
+                             bool>);
 
 class TimerFutureTest : public ::testing::Test {
  protected:
