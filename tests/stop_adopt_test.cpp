@@ -690,7 +690,6 @@ TEST_F(StopAdoptTest, AdoptOfCanceledTaskStillThrowsStoppedOrRejected) {
   TimerFuture occupant = full.schedule([] {}, 1h);
   EXPECT_THROW(full.adopt(std::move(handed[1])), Rejected);
   EXPECT_EQ(full.pending(), 1u);
-  EXPECT_EQ(second.state(), TaskState::canceled);
   EXPECT_EQ(occupant.state(), TaskState::waiting);
 }
 
