@@ -287,6 +287,12 @@ TEST_F(StopAdoptTest, StopWaitsForRunningPoolTask) {
   expect_stop_waits_for_running_task(std::make_shared<CallerRunsPool>(2, 16));
 }
 
+#if WHEELTIMER_HAS_TBB
+TEST_F(StopAdoptTest, StopWaitsForRunningArenaTask) {
+  expect_stop_waits_for_running_task(std::make_shared<wheeltimer::TbbArenaExecutor>(1));
+}
+#endif
+
 // Once stop() has begun, schedule, schedule_at and adopt are Stopped from every thread, the
 // still-running task included; a refused adopt cancels the task's future.
 // Two tasks due in the same tick, run inline: the first holds the indicator until stop() has
