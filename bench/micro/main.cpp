@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   micro::register_timer_op_benchmarks();
   micro::register_dispatch_benchmarks();
   micro::register_task_benchmarks();
+  micro::register_floor_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
