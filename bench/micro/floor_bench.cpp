@@ -9,8 +9,14 @@
 // the indicator sleeps (a lost wake-up otherwise, see "Waking" in src/wheel_core.hpp).
 // cancel() must win its node's state with a compare-and-swap, push the node onto a list the
 // indicator takes, and count the settle with a locked add that pending() reads.
+// Firing must touch each node at least once, to start its task; nodes start in deadline order,
+// which is random with respect to their addresses: random_touch times that touch alone.
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <random>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 #include <concurrentqueue/concurrentqueue.h>
@@ -22,6 +28,7 @@ namespace micro {
 namespace {
 
 constexpr std::int64_t kOps = 500'000;  // as the timer rows, so the queue grows as far
+constexpr std::int64_t kCells = 1'000'000;  // as fire's timers
 
 // Each on a line of its own, as the timer keeps them.
 struct alignas(64) Word {
@@ -80,8 +87,28 @@ void cancel_steps(benchmark::State& state) {
   }
 }
 
-void add(const char* name, void (*run)(benchmark::State&)) {
-  benchmark::RegisterBenchmark(name, run)->Iterations(kOps);
+// A million 64-byte cells, each read and written once, in random order.
+void random_touch(benchmark::State& state) {
+  struct alignas(64) Cell {
+    std::uint64_t deadline = 0;
+    std::uint64_t state = 0;
+  };
+  std::vector<Cell> cells(static_cast<std::size_t>(kCells));
+  std::vector<Cell*> order;
+  order.reserve(cells.size());
+  for (Cell& cell : cells) order.push_back(&cell);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
+  std::size_t next = 0;
+  for (auto _ : state) {
+    Cell& cell = *order[next++];
+    benchmark::DoNotOptimize(cell.deadline);
+    ++cell.state;
+  }
+  benchmark::DoNotOptimize(cells.data());
+}
+
+void add(const char* name, void (*run)(benchmark::State&), std::int64_t iterations = kOps) {
+  benchmark::RegisterBenchmark(name, run)->Iterations(iterations);
 }
 
 }  // namespace
@@ -94,6 +121,7 @@ void register_floor_benchmarks() {
   add("BM_Floor/queue_enqueue", enqueue);
   add("BM_Floor/schedule_steps", schedule_steps);
   add("BM_Floor/cancel_steps", cancel_steps);
+  add("BM_Floor/random_touch", random_touch, kCells);
 }
 
 }  // namespace micro
