@@ -1,16 +1,17 @@
 // The steps schedule() and cancel() cannot skip in the calling thread without giving up a
 // guarantee, timed alone and in sequence, so that their targets can be set against a floor measured
 // on the same machine in the same run. Each step works on memory already in the cache and on no
-// line another thread writes, so every row is a lower bound of what the real call pays.
+// line another thread writes, so each of these rows is a lower bound of what the real call pays.
 //
 // schedule(fn, delay) must read the clock (the deadline is now + delay), count itself in with one
 // compare-and-swap on the timer's admitted count (stop() and max_pending are decided there, see
 // WheelCore::admit), enqueue its node on a multi-producer queue, and fence before it looks whether
 // the indicator sleeps (a lost wake-up otherwise, see "Waking" in src/wheel_core.hpp).
 // cancel() must win its node's state with a compare-and-swap, push the node onto a list the
-// indicator takes, and count the settle with a locked add that pending() reads.
-// Firing must touch each node at least once, to start its task; nodes start in deadline order,
-// which is random with respect to their addresses: random_touch times that touch alone.
+// indicator takes (once the indicator has taken the node into the wheel), and count the settle
+// with a locked add that pending() reads.
+// Starting a task touches its node; nodes start in deadline order, which is random with respect to
+// their addresses: random_touch times that one touch per node alone, a floor for firing.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -27,7 +28,7 @@
 namespace micro {
 namespace {
 
-constexpr std::int64_t kOps = 500'000;  // as the timer rows, so the queue grows as far
+constexpr std::int64_t kOps = 500'000;  // as the timer rows
 constexpr std::int64_t kCells = 1'000'000;  // as fire's timers
 
 // Each on a line of its own, as the timer keeps them.
@@ -58,14 +59,18 @@ void fence(benchmark::State& state) {
   for (auto _ : state) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+// Built with room for every item (kOps), so the timed loop allocates no blocks: the timer's queue
+// is drained by the indicator as it goes, and its blocks are reused.
+using Queue = moodycamel::ConcurrentQueue<void*>;
+
 void enqueue(benchmark::State& state) {
-  moodycamel::ConcurrentQueue<void*> queue;
+  Queue queue(kOps);
   Word item;
   for (auto _ : state) benchmark::DoNotOptimize(queue.enqueue(&item));
 }
 
 void schedule_steps(benchmark::State& state) {
-  moodycamel::ConcurrentQueue<void*> queue;
+  Queue queue(kOps);
   Word admitted;
   Word item;
   for (auto _ : state) {
