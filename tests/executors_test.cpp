@@ -641,11 +641,24 @@ INSTANTIATE_TEST_SUITE_P(Executors, QueuedInExecutorTest,
                            return info.param.name;
                          });
 
+// A CallerRunsPool with one worker, held busy by `blocker` until released, behind a HandOffCounter.
+// The blocker is the last member, so it is released before the pool joins its worker.
+struct BlockedSingleWorkerPool {
+  explicit BlockedSingleWorkerPool(std::size_t queue_capacity)
+      : pool(std::make_shared<CallerRunsPool>(1, queue_capacity)),
+        counter(std::make_shared<HandOffCounter>(pool)) {
+    pool->execute(blocker.task());
+  }
+
+  std::shared_ptr<CallerRunsPool> pool;
+  std::shared_ptr<HandOffCounter> counter;
+  Blocker blocker;
+};
+
 TEST(TimerWithCallerRunsPoolTest, FullQueueMakesIndicatorRunTheTask) {
-  auto pool = std::make_shared<CallerRunsPool>(1, 1);
-  auto counter = std::make_shared<HandOffCounter>(pool);
-  Blocker blocker;  // declared after the pool: released before the pool joins its worker
-  pool->execute(blocker.task());
+  BlockedSingleWorkerPool blocked(1);
+  const std::shared_ptr<HandOffCounter>& counter = blocked.counter;
+  Blocker& blocker = blocked.blocker;
   ASSERT_TRUE(blocker.wait_started());
   {
     HashedWheelTimer timer(TimerOptions{.executor = counter});
@@ -678,10 +691,9 @@ TEST(TimerWithCallerRunsPoolTest, FullQueueMakesIndicatorRunTheTask) {
 // On CallerRunsPool, whose queue is first-in-first-out, so the stale wrapper surely runs first
 // (an arena's queue is not).
 TEST(TimerWithCallerRunsPoolTest, StaleWrapperNeverStartsATaskAnotherTimerAdopted) {
-  auto pool = std::make_shared<CallerRunsPool>(1, 16);
-  auto counter = std::make_shared<HandOffCounter>(pool);
-  Blocker blocker;  // declared after the pool: released before the pool joins its worker
-  pool->execute(blocker.task());
+  BlockedSingleWorkerPool blocked(16);
+  const std::shared_ptr<HandOffCounter>& counter = blocked.counter;
+  Blocker& blocker = blocked.blocker;
   ASSERT_TRUE(blocker.wait_started());
   HashedWheelTimer stopped(TimerOptions{.executor = counter});
   std::atomic<int> runs{0};
