@@ -231,6 +231,17 @@ TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
 }
 #endif
 
+// Whether constructing a timer from `options` throws `Error`.
+template <class Error>
+bool building_throws(TimerOptions options) {
+  try {
+    HashedWheelTimer timer(std::move(options));
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
+}
+
 // A job on the executor's own thread builds a timer with invalid options, handing it the
 // executor's last reference: the constructor throws std::invalid_argument, and the executor is
 // released on a thread of its own, not on the job's.
@@ -242,12 +253,7 @@ void fail_to_build_timer_on_its_executors_thread(Args... args) {
         auto options = TimerOptions();
         options.tick = Clock::duration::zero();
         options.executor = std::move(last);
-        bool threw = false;
-        try {
-          HashedWheelTimer timer(std::move(options));
-        } catch (const std::invalid_argument&) {
-          threw = true;
-        }
+        const bool threw = building_throws<std::invalid_argument>(std::move(options));
         return std::pair(std::this_thread::get_id(), threw);
       });
   ASSERT_TRUE(outcome.has_value()) << "the job did not finish";
@@ -377,13 +383,7 @@ void build_timer_on_its_executors_thread_with_no_threads_left(Args... args) {
         const bool refused = !a_thread_starts();
         auto options = TimerOptions();
         options.executor = std::move(last);
-        bool threw = false;
-        try {
-          HashedWheelTimer timer(std::move(options));
-        } catch (const std::system_error&) {
-          threw = true;
-        }
-        return std::pair(refused, threw);
+        return std::pair(refused, building_throws<std::system_error>(std::move(options)));
       });
   ASSERT_TRUE(outcome.has_value()) << "the job did not finish";
   const auto [refused, threw] = *outcome;
