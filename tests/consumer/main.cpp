@@ -21,13 +21,16 @@ void expect(bool ok, const char* what) {
   }
 }
 
-// Runs one task through `executor` and cancels another; hands the third to `successor`.
-void exercise(std::shared_ptr<wheeltimer::Executor> executor, wheeltimer::HashedWheelTimer& successor) {
+// Runs one task through `executor` and cancels another. The third, due at `far`, is handed back
+// by stop() and adopted by `successor`; its original future is returned.
+wheeltimer::TimerFuture exercise(std::shared_ptr<wheeltimer::Executor> executor,
+                                 wheeltimer::HashedWheelTimer& successor,
+                                 wheeltimer::Clock::time_point far) {
   std::atomic<int> runs{0};
   wheeltimer::HashedWheelTimer timer({.tick = 1ms, .wheel_size = 512, .executor = executor});
   wheeltimer::TimerFuture fires = timer.schedule([&runs] { runs.fetch_add(1); }, 1ms);
   wheeltimer::TimerFuture canceled = timer.schedule([&runs] { runs.fetch_add(1); }, 1h);
-  wheeltimer::TimerFuture handed_over = timer.schedule([] {}, 2h);
+  wheeltimer::TimerFuture handed_over = timer.schedule_at([] {}, far);
 
   expect(canceled.cancel(), "cancel() of a waiting task is true");
   expect(fires.wait_for(60s) && fires.is_done(), "a 1 ms task finishes");
@@ -36,21 +39,28 @@ void exercise(std::shared_ptr<wheeltimer::Executor> executor, wheeltimer::Hashed
   std::vector<wheeltimer::PendingTask> left = timer.stop();
   expect(left.size() == 1, "stop() hands back the one task that has not started");
   for (wheeltimer::PendingTask& task : left) {
-    expect(task.deadline() == handed_over.deadline(), "the deadline travels with the task");
-    expect(successor.adopt(std::move(task)) == handed_over, "adopt() keeps the future");
+    expect(task.deadline() == far, "the deadline travels with the task");
+    wheeltimer::TimerFuture adopted = successor.adopt(std::move(task));
+    expect(adopted.deadline() == far, "adopt() keeps the deadline");
   }
   expect(handed_over.state() == wheeltimer::TaskState::waiting, "the adopted task waits");
+  return handed_over;
 }
 
 }  // namespace
 
 int main() {
+  const auto far = wheeltimer::Clock::now() + 2h;
   wheeltimer::HashedWheelTimer successor({.tick = 1ms});
-  exercise(std::make_shared<wheeltimer::CallerRunsPool>(2, 16), successor);
+  std::vector<wheeltimer::TimerFuture> adopted;
+  adopted.push_back(exercise(std::make_shared<wheeltimer::CallerRunsPool>(2, 16), successor, far));
 #if WHEELTIMER_HAS_TBB
-  exercise(std::make_shared<wheeltimer::TbbArenaExecutor>(1), successor);
+  adopted.push_back(exercise(std::make_shared<wheeltimer::TbbArenaExecutor>(1), successor, far));
 #endif
-  expect(successor.pending() == WHEELTIMER_HAS_TBB + 1, "the successor holds every adopted task");
+  expect(successor.pending() == adopted.size(), "the successor holds every adopted task");
+  // The futures the first timers gave out still control the tasks the successor now holds.
+  for (wheeltimer::TimerFuture& future : adopted) expect(future.cancel(), "the old future cancels");
+  expect(successor.pending() == 0, "canceling through the old futures empties the successor");
   std::printf("wheeltimer consumer (WHEELTIMER_HAS_TBB=%d): %s\n", WHEELTIMER_HAS_TBB,
               failures == 0 ? "ok" : "FAILED");
   return failures == 0 ? 0 : 1;
