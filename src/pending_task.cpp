@@ -32,15 +32,11 @@ TimerFuture PendingTask::future() const noexcept {
 }
 
 void PendingTask::run() noexcept {
-  detail::TaskNode* node = release();
-  if (node == nullptr) return;
-  // The timer that handed the task back may be gone: the exception reaches only the future.
-  // This handle's reference goes with the run's last step, or here if the task was canceled.
-  if (node->start_detached()) {
-    node->run([](const std::exception_ptr&) {}, 1);
-  } else {
-    node->release();
-  }
+  // The handle keeps its reference, so deadline() and future() still answer afterwards. The timer
+  // that handed the task back may be gone: the exception reaches only the future.
+  if (node_ == nullptr || !node_->start_detached()) return;
+  node_->retain();  // the run's own, which its last step drops
+  node_->run([](const std::exception_ptr&) {}, 1);
 }
 
 }  // namespace wheeltimer

@@ -562,6 +562,38 @@ TEST_F(PendingTaskTest, RunTwiceRunsOnce) {
   EXPECT_EQ(future.state(), TaskState::finished);
 }
 
+// API.md lists deadline() and future() beside run() with no "until run": they keep answering.
+TEST_F(PendingTaskTest, KeepsDeadlineAndFutureAfterRun) {
+  const auto deadline = Clock::now() + 2h + 7ns;
+  PendingTask task = hand_back([] {}, deadline);
+  TimerFuture before = task.future();
+  task.run();
+  EXPECT_EQ(task.deadline(), deadline);
+  EXPECT_EQ(task.future(), before);
+  EXPECT_TRUE(task.future().is_done());
+
+  PendingTask canceled = hand_back([] {}, deadline);
+  ASSERT_TRUE(canceled.future().cancel());
+  canceled.run();
+  EXPECT_EQ(canceled.deadline(), deadline);
+  EXPECT_TRUE(canceled.future().is_cancelled());
+}
+
+// A task that already ran is like a canceled one: adopt() returns its future and schedules nothing.
+TEST_F(PendingTaskTest, AdoptAfterRunSchedulesNothing) {
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  PendingTask task = hand_back([runs] { runs->fetch_add(1); });
+  TimerFuture future = task.future();
+  task.run();
+  HashedWheelTimer target(TimerOptions{.tick = 1ms, .max_pending = 1});
+  TimerFuture result = target.adopt(std::move(task));
+  EXPECT_EQ(result, future);
+  EXPECT_EQ(result.state(), TaskState::finished);
+  EXPECT_EQ(target.pending(), 0u);
+  EXPECT_EQ(target.stop().size(), 0u);
+  EXPECT_EQ(runs->load(), 1);
+}
+
 TEST_F(PendingTaskTest, KeepsDeadlineAndFuture) {
   const auto deadline = Clock::now() + 3h + 11ns;
   HashedWheelTimer timer(fast_options());

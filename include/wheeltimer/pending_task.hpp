@@ -21,13 +21,14 @@ class PendingTask {
   PendingTask& operator=(const PendingTask&) = delete;
   ~PendingTask();
 
-  // The original deadline; time_point::max() once moved from, run or adopted.
+  // The original deadline, also after run(); time_point::max() once moved from or adopted.
   Clock::time_point deadline() const noexcept;
-  // The task's future (the same handle its scheduler got); empty once moved from.
+  // The task's future (the same handle its scheduler got), also after run(); empty once moved
+  // from or adopted.
   TimerFuture future() const noexcept;
   // Runs the task on the calling thread with the usual WAITING -> RUNNING -> FINISHED transitions.
-  // An exception is stored in the future, not rethrown. A no-op if the future was canceled
-  // meanwhile, or if this PendingTask was already run, adopted or moved from.
+  // An exception is stored in the future, not rethrown. A no-op if the task was canceled
+  // meanwhile or has already run, or if this PendingTask was adopted or moved from.
   void run() noexcept;
 
  private:
