@@ -89,6 +89,19 @@ TimerOptions validated(TimerOptions options) {
   return options;
 }
 
+// Linux keeps at most 15 bytes of a thread's name. Cut there, but never inside a UTF-8 character,
+// which would leave top -H an invalid byte sequence.
+std::string indicator_name(const std::string& configured) {
+  constexpr std::size_t kLongest = 15;
+  if (configured.size() <= kLongest) return configured;
+  std::size_t length = kLongest;
+  const auto continuation = [](char byte) {
+    return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
+  };
+  while (length > 0 && continuation(configured[length])) --length;
+  return configured.substr(0, length);
+}
+
 }  // namespace
 
 // What a timer hands its executor: a reference to the node and the dispatch epoch. It starts the
@@ -136,6 +149,8 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
       due_(wheel_, lookahead_ticks_),
       prune_at_(kMinPrune) {
   indicator_ = std::thread([this] { run_indicator(); });
+  // Named from here, not by the thread itself, so the name shows as soon as the timer exists.
+  pthread_setname_np(indicator_.native_handle(), indicator_name(options_.thread_name).c_str());
 }
 
 WheelCore::~WheelCore() {
@@ -337,7 +352,6 @@ void WheelCore::ask_to_unlink() noexcept {
 // ---- The indicator ---------------------------------------------------------------------------
 
 void WheelCore::run_indicator() {
-  pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
   do {
     transfer_inbound();
     if (unlink_wanted_.load(std::memory_order_relaxed)) {

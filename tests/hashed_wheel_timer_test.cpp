@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -787,6 +789,33 @@ TEST_F(HashedWheelTimerTest, IndicatorThreadCarriesTheName) {
 
 TEST_F(HashedWheelTimerTest, LongThreadNameIsCutTo15Characters) {
   EXPECT_EQ(indicator_thread_name("payments-retry-timer-east"), "payments-retry-");
+}
+
+TEST_F(HashedWheelTimerTest, LongThreadNameIsNeverCutInsideAUtf8Character) {
+  // Eight two-byte characters: the 15-byte cut would fall inside the eighth, so it keeps seven.
+  const std::string eight_e_acute = "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";
+  EXPECT_EQ(indicator_thread_name(eight_e_acute), eight_e_acute.substr(0, 14));
+  // Three-byte characters: 15 bytes hold exactly five.
+  const std::string six_yen = "\u5186\u5186\u5186\u5186\u5186\u5186";
+  EXPECT_EQ(indicator_thread_name(six_yen), six_yen.substr(0, 15));
+}
+
+// top -H shows the name as soon as the constructor has returned, before any task has run.
+TEST_F(HashedWheelTimerTest, ThreadNameShowsAsSoonAsTheTimerExists) {
+  const auto threads_named = [](const std::string& name) {
+    int count = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string seen;
+      if (std::getline(comm, seen) && seen == name) ++count;
+    }
+    return count;
+  };
+  TimerOptions options{.tick = 1h};
+  options.thread_name = "wt-name-probe";
+  ASSERT_EQ(threads_named("wt-name-probe"), 0);
+  HashedWheelTimer timer(std::move(options));
+  EXPECT_EQ(threads_named("wt-name-probe"), 1);
 }
 #endif
 

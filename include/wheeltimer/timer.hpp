@@ -35,7 +35,8 @@ struct TimerOptions {
   // indicator thread, when the executor's execute() throws (that task is then CANCELED). An
   // exception thrown by on_error itself is swallowed.
   std::function<void(std::exception_ptr)> on_error;
-  // The indicator thread's name (as `top -H` shows it), cut to 15 characters.
+  // The indicator thread's name (as `top -H` shows it), set before the constructor returns; cut
+  // to the 15 bytes Linux keeps, never inside a UTF-8 character.
   std::string thread_name = "wheeltimer";
 };
 
