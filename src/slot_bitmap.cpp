@@ -1,8 +1,6 @@
 #include "slot_bitmap.hpp"
 
 #include <bit>
-#include <cstdlib>
-#include <new>
 
 namespace wheeltimer::detail {
 namespace {
@@ -19,19 +17,15 @@ constexpr std::uint64_t from_bit(std::size_t bit) noexcept {
 SlotBitmap::SlotBitmap(std::size_t bits) {
   std::size_t count = (bits + kWordBits - 1) / kWordBits;
   for (;;) {
-    auto* words = static_cast<std::uint64_t*>(std::calloc(count, sizeof(std::uint64_t)));
-    if (words == nullptr) throw std::bad_alloc();
-    layers_.push_back(Layer{std::unique_ptr<std::uint64_t[], FreeDeleter>(words), count});
+    layers_.emplace_back(count);
     if (count == 1) break;
     count = (count + kWordBits - 1) / kWordBits;
   }
 }
 
-void SlotBitmap::FreeDeleter::operator()(std::uint64_t* words) const noexcept { std::free(words); }
-
 void SlotBitmap::set(std::size_t bit) noexcept {
-  for (Layer& layer : layers_) {
-    std::uint64_t& word = layer.words[bit / kWordBits];
+  for (ZeroedArray<std::uint64_t>& layer : layers_) {
+    std::uint64_t& word = layer[bit / kWordBits];
     const bool was_empty = word == 0;
     word |= std::uint64_t{1} << (bit % kWordBits);
     if (!was_empty) return;  // the layers above already say this word is non-empty
@@ -40,8 +34,8 @@ void SlotBitmap::set(std::size_t bit) noexcept {
 }
 
 void SlotBitmap::clear(std::size_t bit) noexcept {
-  for (Layer& layer : layers_) {
-    std::uint64_t& word = layer.words[bit / kWordBits];
+  for (ZeroedArray<std::uint64_t>& layer : layers_) {
+    std::uint64_t& word = layer[bit / kWordBits];
     word &= ~(std::uint64_t{1} << (bit % kWordBits));
     if (word != 0) return;  // still non-empty: the layers above stay as they are
     bit /= kWordBits;
@@ -53,8 +47,8 @@ std::size_t SlotBitmap::find_next(std::size_t from) const noexcept {
   std::size_t layer = 0;
   std::size_t bit = from;
   for (;;) {
-    if (bit / kWordBits >= layers_[layer].count) return npos;
-    const std::uint64_t rest = layers_[layer].words[bit / kWordBits] & from_bit(bit);
+    if (bit / kWordBits >= layers_[layer].size()) return npos;
+    const std::uint64_t rest = layers_[layer][bit / kWordBits] & from_bit(bit);
     if (rest != 0) {
       bit = bit / kWordBits * kWordBits + static_cast<std::size_t>(std::countr_zero(rest));
       break;
@@ -65,7 +59,7 @@ std::size_t SlotBitmap::find_next(std::size_t from) const noexcept {
   }
   while (layer > 0) {
     --layer;
-    const std::uint64_t word = layers_[layer].words[bit];
+    const std::uint64_t word = layers_[layer][bit];
     bit = bit * kWordBits + static_cast<std::size_t>(std::countr_zero(word));
   }
   return bit;

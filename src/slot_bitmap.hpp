@@ -2,8 +2,8 @@
 // "the first occupied slot at or after i" costs a few word scans even for a 2^30-slot wheel.
 //
 // Layer 0 has one bit per slot; each bit of layer k+1 says "word i of layer k is non-zero". The
-// top layer is a single word. Every layer is calloc'ed, so a huge wheel costs address space until
-// slots are used.
+// top layer is a single word. Every layer is a ZeroedArray, so a huge wheel costs address space
+// until slots are used.
 //
 // Threads: owned by the wheel's owner; no synchronisation.
 #pragma once
@@ -11,8 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <vector>
+
+#include "zeroed_array.hpp"
 
 namespace wheeltimer::detail {
 
@@ -28,14 +29,7 @@ class SlotBitmap {
   std::size_t find_next(std::size_t from) const noexcept;
 
  private:
-  struct FreeDeleter {
-    void operator()(std::uint64_t* words) const noexcept;
-  };
-  struct Layer {
-    std::unique_ptr<std::uint64_t[], FreeDeleter> words;
-    std::size_t count;
-  };
-  std::vector<Layer> layers_;  // layers_[0]: one bit per slot; back(): one word
+  std::vector<ZeroedArray<std::uint64_t>> layers_;  // layers_[0]: one bit per slot; back(): one word
 };
 
 }  // namespace wheeltimer::detail

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
-#include <new>
 #include <utility>
 
 namespace wheeltimer::detail {
@@ -17,15 +15,10 @@ Wheel::Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick)
       // A level 0 of up to 2^16 slots gets kChains lists a slot (at most 4 MiB); beyond that the
       // extra lists would cost more address space than the overlap is worth.
       chains0_(slots <= (std::size_t{1} << 16) ? kChains : 1),
-      // calloc, not new[]: a large zeroed block comes straight from mmap, untouched.
-      level0_(static_cast<TaskNode**>(std::calloc(slots * chains0_, sizeof(TaskNode*)))),
+      level0_(slots * chains0_),
       occupied0_(slots),
       // 360 KiB of heads, of which a timer touches the pages of the levels it uses (32 KiB each).
-      upper_(static_cast<TaskNode**>(std::calloc(kUpperLists, sizeof(TaskNode*)))) {
-  if (!level0_ || !upper_) throw std::bad_alloc();
-}
-
-void Wheel::FreeDeleter::operator()(TaskNode** slots) const noexcept { std::free(slots); }
+      upper_(kUpperLists) {}
 
 std::uint64_t Wheel::tick_of(Clock::time_point deadline) const noexcept {
   if (deadline == Clock::time_point::max()) return kNever;
@@ -118,11 +111,11 @@ bool all_empty(const TaskNode* const* heads, std::size_t count) noexcept {
 void Wheel::slot_emptied(TaskNode** head) noexcept {
   // `head` is a slot head only if it lies in one of the slot arrays; a `next` field inside a node
   // or never_ needs nothing. The slot stays occupied while another of its lists holds nodes.
-  if (head >= level0_.get() && head < level0_.get() + slot_count() * chains0_) {
-    const auto slot = static_cast<std::size_t>(head - level0_.get()) / chains0_;
+  if (head >= level0_.data() && head < level0_.data() + level0_.size()) {
+    const auto slot = static_cast<std::size_t>(head - level0_.data()) / chains0_;
     if (all_empty(&level0_[slot * chains0_], chains0_)) occupied0_.clear(slot);
-  } else if (head >= upper_.get() && head < upper_.get() + kUpperLists) {
-    const auto slot = static_cast<std::size_t>(head - upper_.get()) / kListsPerSlot;
+  } else if (head >= upper_.data() && head < upper_.data() + kUpperLists) {
+    const auto slot = static_cast<std::size_t>(head - upper_.data()) / kListsPerSlot;
     if (!all_empty(&upper_[slot * kListsPerSlot], kListsPerSlot)) return;
     occupied_upper_[1 + slot / kUpperSlots] &= ~(std::uint64_t{1} << (slot % kUpperSlots));
   }

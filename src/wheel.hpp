@@ -41,6 +41,7 @@
 #include "slot_bitmap.hpp"
 #include "take_in_turn.hpp"
 #include "task_node.hpp"
+#include "zeroed_array.hpp"
 
 namespace wheeltimer::detail {
 
@@ -263,19 +264,15 @@ class Wheel {
     }
   }
 
-  struct FreeDeleter {
-    void operator()(TaskNode** slots) const noexcept;
-  };
-
   const Clock::time_point start_;
   const std::uint64_t tick_ns_;
   const std::size_t mask_;
   const std::size_t bits0_;    // log2 of the level-0 slot count
   const std::size_t levels_;   // upper levels in use
   const std::size_t chains0_;  // lists per level-0 slot: kChains, or 1 for a huge level 0
-  std::unique_ptr<TaskNode*[], FreeDeleter> level0_;  // slot s has lists s*chains0_ onwards
+  ZeroedArray<TaskNode*> level0_;  // slot s has lists s*chains0_ onwards
   SlotBitmap occupied0_;
-  std::unique_ptr<TaskNode*[], FreeDeleter> upper_;  // kUpperLists heads, by slot_index()
+  ZeroedArray<TaskNode*> upper_;  // kUpperLists heads, by slot_index()
   std::array<std::uint64_t, kMaxUpperLevels + 1> occupied_upper_{};  // index = level
   std::list<Cascade> cascades_;  // queued, oldest first
   TaskNode* never_ = nullptr;
