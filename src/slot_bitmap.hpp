@@ -29,7 +29,8 @@ class SlotBitmap {
   std::size_t find_next(std::size_t from) const noexcept;
 
  private:
-  std::vector<ZeroedArray<std::uint64_t>> layers_;  // layers_[0]: one bit per slot; back(): one word
+  // layers_[0]: one bit per slot; back(): one word.
+  std::vector<ZeroedArray<std::uint64_t>> layers_;
 };
 
 }  // namespace wheeltimer::detail

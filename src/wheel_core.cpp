@@ -148,9 +148,11 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
       wheel_(options_.wheel_size, start_, options_.tick),
       due_(wheel_, lookahead_ticks_),
       prune_at_(kMinPrune) {
+  const std::string name = indicator_name(options_.thread_name);
   indicator_ = std::thread([this] { run_indicator(); });
-  // Named from here, not by the thread itself, so the name shows as soon as the timer exists.
-  pthread_setname_np(indicator_.native_handle(), indicator_name(options_.thread_name).c_str());
+  // Named here, so the name shows as soon as the timer exists. The thread names itself too: this
+  // call writes /proc/self/task/<tid>/comm, which a sandbox or a non-dumpable process may refuse.
+  pthread_setname_np(indicator_.native_handle(), name.c_str());
 }
 
 WheelCore::~WheelCore() {
@@ -269,7 +271,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   // On refusal, `task` goes out of scope and cancels its future.
   const bool housekeeping = admit("adopt");
   TaskNode* node = task.release();
-  if (!node->attach(this)) {  // canceled since stop() handed it back: schedule nothing
+  if (!node->attach(this)) {  // canceled, or run, since stop() handed it back: schedule nothing
     settled_one();
     return TimerFuture(node);
   }
@@ -352,6 +354,7 @@ void WheelCore::ask_to_unlink() noexcept {
 // ---- The indicator ---------------------------------------------------------------------------
 
 void WheelCore::run_indicator() {
+  pthread_setname_np(pthread_self(), indicator_name(options_.thread_name).c_str());
   do {
     transfer_inbound();
     if (unlink_wanted_.load(std::memory_order_relaxed)) {

@@ -8,8 +8,7 @@
 namespace wheeltimer::detail {
 namespace {
 
-// From here on a block is mapped: calloc would hand it to mmap anyway (glibc's threshold starts at
-// 128 KiB), and a whole page or more is no waste.
+// From here on a block is mapped: rounding it up to whole pages wastes little.
 constexpr std::size_t kMapFrom = std::size_t{64} << 10;
 
 }  // namespace
