@@ -149,9 +149,12 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
       due_(wheel_, lookahead_ticks_),
       prune_at_(kMinPrune) {
   const std::string name = indicator_name(options_.thread_name);
-  indicator_ = std::thread([this] { run_indicator(); });
   // Named here, so the name shows as soon as the timer exists. The thread names itself too: this
   // call writes /proc/self/task/<tid>/comm, which a sandbox or a non-dumpable process may refuse.
+  indicator_ = std::thread([this, name] {
+    pthread_setname_np(pthread_self(), name.c_str());
+    run_indicator();
+  });
   pthread_setname_np(indicator_.native_handle(), name.c_str());
 }
 
@@ -354,7 +357,6 @@ void WheelCore::ask_to_unlink() noexcept {
 // ---- The indicator ---------------------------------------------------------------------------
 
 void WheelCore::run_indicator() {
-  pthread_setname_np(pthread_self(), indicator_name(options_.thread_name).c_str());
   do {
     transfer_inbound();
     if (unlink_wanted_.load(std::memory_order_relaxed)) {
