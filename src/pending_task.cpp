@@ -4,21 +4,10 @@
 
 namespace wheeltimer {
 
-PendingTask& PendingTask::operator=(PendingTask&& other) noexcept {
-  if (this != &other) {
-    discard();
-    node_ = std::exchange(other.node_, nullptr);
-  }
-  return *this;
-}
-
-PendingTask::~PendingTask() { discard(); }
-
 void PendingTask::discard() noexcept {
-  if (detail::TaskNode* node = release()) {
-    node->cancel();  // detached, so this touches no timer
-    node->release();
-  }
+  detail::TaskNode* node = release();
+  node->cancel();  // detached, so this touches no timer
+  node->release();
 }
 
 Clock::time_point PendingTask::deadline() const noexcept {

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   micro::register_dispatch_benchmarks();
   micro::register_task_benchmarks();
   micro::register_floor_benchmarks();
+  micro::register_stop_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -9,5 +9,6 @@ void register_dispatch_benchmarks();  // dispatch_bench.cpp: cost per expired ta
 void register_task_benchmarks();      // task_bench.cpp: Task vs std::function construction
 void register_memory_benchmarks();    // memory_bench.cpp: bytes per pending timer
 void register_floor_benchmarks();     // floor_bench.cpp: the steps schedule and cancel cannot skip
+void register_stop_benchmarks();      // stop_bench.cpp: stop() handing back 1,000,000 tasks
 
 }  // namespace micro
