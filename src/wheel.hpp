@@ -35,6 +35,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include <wheeltimer/clock.hpp>
 
@@ -115,7 +116,8 @@ class Wheel {
     }
   }
 
-  // Unlinks every node and passes it to `take`.
+  // Unlinks every node and passes it to `take`. Each slot's lists are walked side by side, as a
+  // cascade walks them (stop() drains a wheel of a million nodes: their misses must overlap).
   template <class Take>
   void drain(Take&& take) {
     take_list(never_, take);
@@ -123,9 +125,21 @@ class Wheel {
          slot = occupied0_.find_next(slot)) {
       take_slot(slot, take);
     }
-    for (std::size_t list = 0; list < kUpperLists; ++list) take_list(upper_[list], take);
+    // Every upper head is looked at, not only the slots the bitmaps name: this walk must not miss
+    // a node, and reading the heads is cheap next to walking the lists.
+    constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
+    for (std::size_t first = 0; first < kUpperLists; first += kListsPerSlot) {
+      std::array<TaskNode*, kListsPerSlot> lists{};
+      bool any = false;
+      for (std::size_t list = 0; list < kListsPerSlot; ++list) {
+        lists[list] = std::exchange(upper_[first + list], nullptr);
+        any = any || lists[list] != nullptr;
+      }
+      if (any) unlink_in_turn(lists.data(), kListsPerSlot, kUnlimited, take);
+    }
+    occupied_upper_.fill(0);
     for (Cascade& cascade : cascades_) {
-      for (TaskNode*& head : cascade.lists) take_list(head, take);
+      unlink_in_turn(cascade.lists.data(), kListsPerSlot, kUnlimited, take);
     }
     cascades_.clear();
   }

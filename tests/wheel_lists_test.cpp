@@ -182,5 +182,52 @@ TEST(WheelListsTest, EveryNodeIsTakenOnceNeitherEarlyNorLateAcrossLevels) {
   EXPECT_EQ(taken.size() + unlinked.size(), nodes.all().size());
 }
 
+// stop() empties the wheel with drain(): every node comes out exactly once, wherever it is (level
+// 0, any upper level, the "never" list, a cascade half worked through), and the wheel is then
+// empty and in working order.
+TEST(WheelListsTest, DrainTakesEveryNodeOnceFromEveryPlace) {
+  const Clock::time_point start = Clock::now();
+  LentNodes nodes(start);
+  Wheel wheel(8, start, kTick);
+  // Ticks 8-15 share level-1 slot 1, whose cascade is left half done below; the rest spread
+  // over levels 1-4 of an 8-slot wheel (level 4 begins at 2^21 ticks, and they reach 2^24).
+  for (int k = 0; k < 200; ++k) ASSERT_TRUE(wheel.insert(nodes.at(kTick * (8 + k % 8))));
+  std::mt19937 random(5);
+  for (int k = 0; k < 2000; ++k) {
+    const auto tick = std::uint64_t{1} << (random() % 24);
+    ASSERT_TRUE(wheel.insert(nodes.at(kTick * (16 + tick + random() % tick))));
+  }
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(wheel.insert(nodes.at(Clock::time_point::max() - start)));  // never due
+  }
+  std::multiset<TaskNode*> taken;
+  wheel.advance_to(8, [&](TaskNode* node) { taken.insert(node); });  // queues the cascade
+  wheel.cascade_some(50, [&](TaskNode* node) { taken.insert(node); });
+  ASSERT_TRUE(wheel.cascading());
+
+  wheel.drain([&](TaskNode* node) {
+    EXPECT_FALSE(Wheel::contains(node));
+    taken.insert(node);
+  });
+  for (TaskNode* node : nodes.all()) EXPECT_EQ(taken.count(node), 1u);
+  EXPECT_EQ(taken.size(), nodes.all().size());
+  EXPECT_EQ(wheel.size(), 0u);
+  EXPECT_FALSE(wheel.cascading());
+  EXPECT_EQ(wheel.next_event(), Wheel::kNever);
+
+  // Still in working order: a node inserted afterwards comes out at its tick.
+  TaskNode* later = nodes.at(kTick * 100);
+  ASSERT_TRUE(wheel.insert(later));
+  std::vector<TaskNode*> due;
+  for (std::uint64_t tick = 9; tick <= 100; ++tick) {
+    wheel.advance_to(tick, [&](TaskNode* node) { due.push_back(node); });
+    wheel.finish_cascades_by(tick, [&](TaskNode* node) { due.push_back(node); });
+    if (tick < 100) {
+      EXPECT_TRUE(due.empty()) << "tick " << tick;
+    }
+  }
+  EXPECT_EQ(due, std::vector<TaskNode*>{later});
+}
+
 }  // namespace
 }  // namespace wheeltimer::detail
