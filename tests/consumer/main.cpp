@@ -1,11 +1,18 @@
 // A program that uses wheeltimer as the README's "Usage" shows, built outside this project: CI
 // builds it against the library pulled in as a Meson subproject, and against an installed copy
 // found through pkg-config (.ci/consumer). It exits 0 only if every outcome is the expected one.
+// Its argument, "with-tbb" or "without-tbb", says how the library was built: config.hpp must then
+// define WHEELTIMER_HAS_TBB to 1, or leave it undefined.
 #include <wheeltimer/wheeltimer.hpp>
+
+#if defined(WHEELTIMER_HAS_TBB) && WHEELTIMER_HAS_TBB != 1
+#error "WHEELTIMER_HAS_TBB is defined, but not to 1"
+#endif
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -49,7 +56,13 @@ wheeltimer::TimerFuture exercise(std::shared_ptr<wheeltimer::Executor> executor,
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+#ifdef WHEELTIMER_HAS_TBB
+  constexpr std::string_view built = "with-tbb";
+#else
+  constexpr std::string_view built = "without-tbb";
+#endif
+  expect(argc == 2 && argv[1] == built, "config.hpp tells how the library was built");
   const auto far = wheeltimer::Clock::now() + 2h;
   wheeltimer::HashedWheelTimer successor({.tick = 1ms});
   std::vector<wheeltimer::TimerFuture> adopted;
@@ -61,7 +74,6 @@ int main() {
   // The futures the first timers gave out still control the tasks the successor now holds.
   for (wheeltimer::TimerFuture& future : adopted) expect(future.cancel(), "the old future cancels");
   expect(successor.pending() == 0, "canceling through the old futures empties the successor");
-  std::printf("wheeltimer consumer (WHEELTIMER_HAS_TBB=%d): %s\n", WHEELTIMER_HAS_TBB,
-              failures == 0 ? "ok" : "FAILED");
+  std::printf("wheeltimer consumer (%s): %s\n", built.data(), failures == 0 ? "ok" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

@@ -77,6 +77,11 @@ using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 
 constexpr std::uint32_t kPoolSize = 1u << 14;  // records in flight at once
+#ifdef WHEELTIMER_HAS_TBB
+constexpr bool kHasTbb = true;
+#else
+constexpr bool kHasTbb = false;
+#endif
 constexpr std::size_t kLiveTimers = 3;
 constexpr std::size_t kCappedPending = 2048;  // max_pending of the CallerRunsPool timer
 constexpr std::uint32_t kProducerBatch = 32;  // free slots a producer takes at once
@@ -321,7 +326,7 @@ std::shared_ptr<TimerBox> Soak::make_timer(std::size_t index) {
   const std::uint32_t id = next_timer_id_.fetch_add(1);
   // Small wheels: tasks land on upper levels and cascade down.
   static constexpr std::size_t kWheelSizes[] = {1, 8, 64, 512};
-  const char role = index == 0 ? 'i' : index == 1 || !WHEELTIMER_HAS_TBB ? 'p' : 't';
+  const char role = index == 0 ? 'i' : index == 1 || !kHasTbb ? 'p' : 't';
   TimerOptions options{.tick = 1ms,
                        .wheel_size = kWheelSizes[(id / kLiveTimers) % std::size(kWheelSizes)],
                        .on_error = [this](std::exception_ptr e) { on_error(std::move(e)); },
