@@ -12,6 +12,7 @@
 #include <latch>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -431,6 +432,12 @@ TEST_F(StopAdoptTest, StopInsideOwnPoolTaskThrowsLogicErrorAndTimerKeepsRunning)
   expect_stop_inside_own_task_is_refused(std::make_shared<CallerRunsPool>(2, 16));
 }
 
+#if WHEELTIMER_HAS_TBB
+TEST_F(StopAdoptTest, StopInsideOwnArenaTaskThrowsLogicErrorAndTimerKeepsRunning) {
+  expect_stop_inside_own_task_is_refused(std::make_shared<wheeltimer::TbbArenaExecutor>(2));
+}
+#endif
+
 TEST_F(StopAdoptTest, StopFromTaskOfAnotherTimerWorks) {
   HashedWheelTimer target(fast_options());
   TimerFuture far = target.schedule([] {}, 1h);
@@ -708,6 +715,29 @@ TEST_F(StopAdoptTest, AdoptOfCanceledTaskSchedulesNothing) {
   TimerFuture fits = target.schedule([] {}, 1h);
   EXPECT_EQ(target.pending(), 1u);
   EXPECT_FALSE(ran->load());
+}
+
+// A PendingTask that was moved from holds no task: adopting it is std::invalid_argument, checked
+// before Stopped, as for an empty Task; the task it held is untouched.
+TEST_F(StopAdoptTest, AdoptOfAMovedFromPendingTaskIsInvalidArgument) {
+  HashedWheelTimer origin(fast_options());
+  TimerFuture original = origin.schedule([] {}, 1h);
+  std::vector<PendingTask> handed = origin.stop();
+  ASSERT_EQ(handed.size(), 1u);
+  PendingTask kept = std::move(handed[0]);
+
+  HashedWheelTimer target(fast_options());
+  try {
+    target.adopt(std::move(handed[0]));  // NOLINT(bugprone-use-after-move): that is the test
+    ADD_FAILURE() << "adopt() of an empty PendingTask returned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("empty PendingTask"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(target.pending(), 0u);
+  target.stop();
+  EXPECT_THROW(target.adopt(std::move(handed[0])), std::invalid_argument);
+  EXPECT_EQ(original.state(), TaskState::waiting);
+  EXPECT_EQ(kept.deadline(), original.deadline());
 }
 
 // Stopped and Rejected are checked before the canceled future is noticed.

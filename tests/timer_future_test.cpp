@@ -474,3 +474,10 @@ TEST_F(TimerFutureTest, FutureOutlivesItsTimer) {
 
 }  // namespace
 }  // namespace wheeltimer
+
+// Outside the namespace, with no using-declaration: a user's unqualified to_string(state) finds
+// wheeltimer::to_string by argument-dependent lookup.
+TEST(TaskStateToStringTest, FoundByArgumentDependentLookupFromOutsideTheNamespace) {
+  EXPECT_EQ(to_string(wheeltimer::TaskState::running), "RUNNING");
+  EXPECT_EQ(to_string(wheeltimer::TaskState::canceled), "CANCELED");
+}
