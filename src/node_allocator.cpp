@@ -22,7 +22,7 @@
 #endif
 #endif
 
-#if WHEELTIMER_HAS_TBB && !defined(WHEELTIMER_SANITIZED)
+#if defined(WHEELTIMER_HAS_TBB) && !defined(WHEELTIMER_SANITIZED)
 #define WHEELTIMER_NODE_TBBMALLOC 1
 #include <oneapi/tbb/scalable_allocator.h>
 #endif

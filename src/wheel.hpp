@@ -116,8 +116,9 @@ class Wheel {
     }
   }
 
-  // Unlinks every node and passes it to `take`. Each slot's lists are walked side by side, as a
-  // cascade walks them (stop() drains a wheel of a million nodes: their misses must overlap).
+  // Unlinks every node and passes it to `take`. All of an upper slot's lists are walked side by
+  // side, as a cascade walks a part's (stop() drains a wheel of a million nodes: their misses must
+  // overlap).
   template <class Take>
   void drain(Take&& take) {
     take_list(never_, take);
@@ -126,14 +127,16 @@ class Wheel {
       take_slot(slot, take);
     }
     // Every upper head is looked at, not only the slots the bitmaps name: this walk must not miss
-    // a node, and reading the heads is cheap next to walking the lists.
+    // a node, and reading the heads is cheap next to walking the lists. Only a head in use is
+    // written, so the pages of levels never used stay the kernel's shared zero page.
     constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
     for (std::size_t first = 0; first < kUpperLists; first += kListsPerSlot) {
       std::array<TaskNode*, kListsPerSlot> lists{};
       bool any = false;
       for (std::size_t list = 0; list < kListsPerSlot; ++list) {
+        if (upper_[first + list] == nullptr) continue;
         lists[list] = std::exchange(upper_[first + list], nullptr);
-        any = any || lists[list] != nullptr;
+        any = true;
       }
       if (any) unlink_in_turn(lists.data(), kListsPerSlot, kUnlimited, take);
     }

@@ -15,6 +15,6 @@
 #include <wheeltimer/timer.hpp>
 #include <wheeltimer/timer_future.hpp>
 
-#if WHEELTIMER_HAS_TBB
+#ifdef WHEELTIMER_HAS_TBB
 #include <wheeltimer/executors/tbb_arena.hpp>
 #endif
