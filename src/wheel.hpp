@@ -134,21 +134,11 @@ class Wheel {
     // Every upper head is looked at, not only the slots the bitmaps name: this walk must not miss
     // a node, and reading the heads is cheap next to walking the lists. Only a head in use is
     // written, so the pages of levels never used stay the kernel's shared zero page.
-    constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
     for (std::size_t first = 0; first < kUpperLists; first += kListsPerSlot) {
-      std::array<TaskNode*, kListsPerSlot> lists{};
-      bool any = false;
-      for (std::size_t list = 0; list < kListsPerSlot; ++list) {
-        if (upper_[first + list] == nullptr) continue;
-        lists[list] = std::exchange(upper_[first + list], nullptr);
-        any = true;
-      }
-      if (any) unlink_in_turn(lists.data(), kListsPerSlot, kUnlimited, take);
+      take_lists(&upper_[first], kListsPerSlot, take);
     }
     occupied_upper_.fill(0);
-    for (Cascade& cascade : cascades_) {
-      unlink_in_turn(cascade.lists.data(), kListsPerSlot, kUnlimited, take);
-    }
+    for (Cascade& cascade : cascades_) take_lists(cascade.lists.data(), kListsPerSlot, take);
     cascades_.clear();
   }
 
@@ -240,13 +230,23 @@ class Wheel {
   // each to `take`.
   template <class Take>
   void take_slot(std::size_t slot, Take&& take) {
-    TaskNode** heads = &level0_[slot * chains0_];
-    std::array<TaskNode*, kChains> cursors{};
-    for (std::size_t chain = 0; chain < chains0_; ++chain) {
-      cursors[chain] = std::exchange(heads[chain], nullptr);
-    }
     occupied0_.clear(slot);
-    unlink_in_turn(cursors.data(), chains0_, std::numeric_limits<std::size_t>::max(), take);
+    take_lists(&level0_[slot * chains0_], chains0_, take);
+  }
+
+  // Empties the `count` (at most kListsPerSlot) lists at `heads`, then unlinks their nodes, one of
+  // each list in turn, passing each to `take` (which may link it anywhere, these lists included).
+  // Only a head in use is written.
+  template <class Take>
+  void take_lists(TaskNode** heads, std::size_t count, Take&& take) {
+    std::array<TaskNode*, kListsPerSlot> cursors{};
+    bool any = false;
+    for (std::size_t list = 0; list < count; ++list) {
+      if (heads[list] == nullptr) continue;
+      cursors[list] = std::exchange(heads[list], nullptr);
+      any = true;
+    }
+    if (any) unlink_in_turn(cursors.data(), count, std::numeric_limits<std::size_t>::max(), take);
   }
 
   // Unlinks nodes from the fronts of `count` lists with take_in_turn() and passes each to `each`,
