@@ -32,6 +32,10 @@
 
 #include <wheeltimer/wheeltimer.hpp>
 
+#if WHEELTIMER_HAS_TBB
+#include <oneapi/tbb/global_control.h>
+#endif
+
 #include "test_support.hpp"
 
 // Clang announces ThreadSanitizer through __has_feature, GCC through __SANITIZE_THREAD__.
@@ -843,12 +847,11 @@ TEST_F(HashedWheelTimerTest, TimerWithHourTickIsDestroyedPromptly) {
 // ---------------------------------------------------------------------------------------------
 // Executors
 
-// One task blocks a pool thread until every other task has run: they must all get the free
+// One task blocks an executor thread until every other task has run: they must all get the free
 // threads. No timing: if the slow task delayed them, it would never be released and the others
 // would miss kMustHappen.
-TEST_F(HashedWheelTimerTest, SlowTaskOnPoolDoesNotDelayOthers) {
-  auto pool = std::make_shared<CallerRunsPool>(4, 64);
-  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = pool});
+void expect_slow_task_delays_no_other(std::shared_ptr<Executor> executor) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});
   auto slow_started = std::make_shared<Gate>();
   auto release_slow = std::make_shared<Gate>();
   auto slow_released = std::make_shared<std::atomic<bool>>(false);
@@ -874,6 +877,19 @@ TEST_F(HashedWheelTimerTest, SlowTaskOnPoolDoesNotDelayOthers) {
   ASSERT_TRUE(slow.wait_for(kMustHappen));
   EXPECT_TRUE(slow_released->load());
 }
+
+TEST_F(HashedWheelTimerTest, SlowTaskOnPoolDoesNotDelayOthers) {
+  expect_slow_task_delays_no_other(std::make_shared<CallerRunsPool>(4, 64));
+}
+
+#if WHEELTIMER_HAS_TBB
+TEST_F(HashedWheelTimerTest, SlowTaskOnArenaDoesNotDelayOthers) {
+  // oneTBB gives a process one worker fewer than the machine has hardware threads: on two, the
+  // slow task would take the only one. Allowing 5 threads gives the arena its 4 workers.
+  const tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, 5);
+  expect_slow_task_delays_no_other(std::make_shared<TbbArenaExecutor>(4));
+}
+#endif
 
 // With the inline executor the indicator itself runs tasks, so a blocked task holds every other
 // one back. The slow task checks, just before returning, that the other (already due) task has
