@@ -121,9 +121,9 @@ class Wheel {
     }
   }
 
-  // Unlinks every node and passes it to `take`. All of an upper slot's lists are walked side by
-  // side, as a cascade walks a part's (stop() drains a wheel of a million nodes: their misses must
-  // overlap).
+  // Unlinks every node and passes it to `take`, which must not link it back into the wheel. All of
+  // an upper slot's lists are walked side by side, as a cascade walks a part's (stop() drains a
+  // wheel of a million nodes: their misses must overlap).
   template <class Take>
   void drain(Take&& take) {
     take_list(never_, take);
@@ -235,15 +235,16 @@ class Wheel {
   }
 
   // Empties the `count` (at most kListsPerSlot) lists at `heads`, then unlinks their nodes, one of
-  // each list in turn, passing each to `take` (which may link it anywhere, these lists included).
-  // Only a head in use is written.
+  // each list in turn, passing each to `take` (which may link it anywhere: the lists are already
+  // empty). Only a head in use is written.
   template <class Take>
   void take_lists(TaskNode** heads, std::size_t count, Take&& take) {
-    std::array<TaskNode*, kListsPerSlot> cursors{};
+    std::array<TaskNode*, kListsPerSlot> cursors;  // [0, count) only: no zeroing on the tick path
     bool any = false;
     for (std::size_t list = 0; list < count; ++list) {
+      cursors[list] = heads[list];
       if (heads[list] == nullptr) continue;
-      cursors[list] = std::exchange(heads[list], nullptr);
+      heads[list] = nullptr;
       any = true;
     }
     if (any) unlink_in_turn(cursors.data(), count, std::numeric_limits<std::size_t>::max(), take);

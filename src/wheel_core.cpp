@@ -48,8 +48,8 @@ thread_local unsigned canceled_turn = 0;
 // in its lanes or lists for the next round, which follows at once. Netty takes 100,000 a tick;
 // at 50-90 ns each that held due tasks back 4-9 ms in `wheeltimer-bench fire`'s scheduling loop.
 constexpr std::size_t kMaxNodesPerRound = 4096;
-// How many canceled nodes behind the one taken unlink_canceled() unlinks: enough for a few cache
-// misses in flight.
+// How many canceled nodes in the wheel behind the one taken unlink_canceled() unlinks: enough for
+// a few cache misses in flight.
 constexpr std::size_t kUnlinkLag = 8;
 constexpr std::size_t kBatch = InboundLanes::kBatch;  // how many stop() drains at a time
 
@@ -463,8 +463,10 @@ bool WheelCore::for_each_canceled(std::size_t limit, Handle&& handle) noexcept {
 bool WheelCore::unlink_canceled() noexcept {
   // Unlinking writes into a node's neighbours in the wheel, each likely a cache miss. So each
   // node's neighbours are asked for when it is taken, and it is unlinked kUnlinkLag nodes later,
-  // by when they have arrived: the misses overlap instead of following one another. Unlinking in
-  // the order taken keeps every `pprev` right, whatever the lagging nodes' order in their lists.
+  // so that the misses of several unlinks can be in flight at once. The delay is safe: unlink()
+  // reads the links when it runs, and nothing else touches the wheel here (a prefetch made stale
+  // by a neighbour's unlink is only wasted). First in, first out keeps the release order, which
+  // the node pool reuses (see for_each_canceled()).
   std::array<TaskNode*, kUnlinkLag> lagging{};
   std::size_t turn = 0;
   const auto unlink = [this](TaskNode* node) {

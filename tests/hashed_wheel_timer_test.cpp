@@ -884,8 +884,9 @@ TEST_F(HashedWheelTimerTest, SlowTaskOnPoolDoesNotDelayOthers) {
 
 #if WHEELTIMER_HAS_TBB
 TEST_F(HashedWheelTimerTest, SlowTaskOnArenaDoesNotDelayOthers) {
-  // oneTBB gives a process one worker fewer than the machine has hardware threads: on two, the
-  // slow task would take the only one. Allowing 5 threads gives the arena its 4 workers.
+  // oneTBB gives a process one worker fewer than its allowed parallelism, by default the hardware
+  // threads it may use: on two, the slow task would take the only one. A limit of 5 (raised on a
+  // small machine, lowered on a big one) gives the arena its 4 workers.
   const tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, 5);
   expect_slow_task_delays_no_other(std::make_shared<TbbArenaExecutor>(4));
 }
