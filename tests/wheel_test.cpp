@@ -334,6 +334,46 @@ TEST_F(WheelTest, CanceledTasksFromManyThreadsAllLeaveTheWheel) {
   EXPECT_EQ(fired_ids(), (std::vector<int>{2, 3}));
 }
 
+// One round of unlinking takes canceled tasks of both kinds, in turn: those among the due ones
+// (within the lookahead), which only lose the list's reference, and those in the wheel, which are
+// unlinked a few nodes later. Each leaves exactly once; the two kept fire on time.
+TEST_F(WheelTest, CanceledDueAndWheelTasksLeaveInOneRound) {
+  auto wheel = make_wheel(512);
+  constexpr std::size_t kEach = 40;
+  constexpr std::size_t kKeptNear = 5;
+  constexpr std::size_t kKeptFar = 27;
+  std::vector<TimerFuture> near;
+  std::vector<TimerFuture> far;
+  for (std::size_t i = 0; i < kEach; ++i) {
+    const int id = static_cast<int>(i);
+    near.push_back(schedule(*wheel, 100 + id, start_ + 10ms + id * 1ms / 4));
+    far.push_back(schedule(*wheel, 200 + id, start_ + 1h + id * 1ms));
+  }
+  schedule(*wheel, 1, start_);  // due now: the wake-up takes them all in
+  clock_->advance(0ns);
+  ASSERT_EQ(wheel->linked(), kEach) << "the near ones are due ones";
+  for (std::size_t i = 0; i < kEach; ++i) {
+    if (i != kKeptNear) {
+      ASSERT_TRUE(near[i].cancel());
+    }
+    if (i != kKeptFar) {
+      ASSERT_TRUE(far[i].cancel());
+    }
+  }
+  schedule(*wheel, 2, start_);
+  clock_->advance(0ns);
+  EXPECT_EQ(wheel->linked(), 1u);
+  EXPECT_EQ(wheel->pending(), 2u);
+  const int kept_near = 100 + static_cast<int>(kKeptNear);
+  const int kept_far = 200 + static_cast<int>(kKeptFar);
+  clock_->advance(20ms);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, kept_near}));
+  clock_->advance(1h + 20ms);
+  EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, kept_near, kept_far}));
+  EXPECT_EQ(wheel->linked(), 0u);
+  EXPECT_EQ(wheel->pending(), 0u);
+}
+
 // The machine was suspended: the clock jumps 1000 ticks at once. The wheel catches up tick by
 // tick, runs everything that became due, in deadline order, and nothing early.
 TEST_F(WheelTest, LateByManyTicksCatchesUpInOrderWithoutLosingAnything) {
