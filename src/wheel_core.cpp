@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <chrono>
+#include <future>
 #include <limits>
 #include <new>
 #include <span>
@@ -152,14 +153,18 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
       wheel_(options_.wheel_size, start_, options_.tick),
       due_(wheel_, lookahead_ticks_),
       prune_at_(kMinPrune) {
-  const std::string name = indicator_name(options_.thread_name);
-  // Named here, so the name shows as soon as the timer exists. The thread names itself too: this
-  // call writes /proc/self/task/<tid>/comm, which a sandbox or a non-dumpable process may refuse.
-  indicator_ = std::thread([this, name] {
+  // The thread names itself (a prctl() on its own thread; naming it from here would write
+  // /proc/self/task/<tid>/comm, which a sandbox or a non-dumpable process may refuse), and the
+  // constructor waits for that, so the name shows as soon as the timer exists.
+  std::promise<void> named;
+  std::future<void> done_naming = named.get_future();
+  indicator_ = std::thread([this, name = indicator_name(options_.thread_name),
+                            named = std::move(named)]() mutable {
     pthread_setname_np(pthread_self(), name.c_str());
+    named.set_value();
     run_indicator();
   });
-  pthread_setname_np(indicator_.native_handle(), name.c_str());
+  done_naming.wait();
 }
 
 WheelCore::~WheelCore() {
