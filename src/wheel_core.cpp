@@ -470,8 +470,9 @@ bool WheelCore::unlink_canceled() noexcept {
   // node's neighbours are asked for when it is taken, and it is unlinked kUnlinkLag nodes later,
   // so that the misses of several unlinks can be in flight at once. The delay is safe: unlink()
   // reads the links when it runs, and nothing else touches the wheel here (a prefetch made stale
-  // by a neighbour's unlink is only wasted). First in, first out keeps the release order, which
-  // the node pool reuses (see for_each_canceled()).
+  // by a neighbour's unlink is only wasted). First in, first out keeps the wheel nodes' release
+  // order, which the node pool reuses (see for_each_canceled()); a due node, released at once,
+  // may pass up to kUnlinkLag of them.
   std::array<TaskNode*, kUnlinkLag> lagging{};
   std::size_t turn = 0;
   const auto unlink = [this](TaskNode* node) {
