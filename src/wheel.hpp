@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -131,13 +132,15 @@ class Wheel {
          slot = occupied0_.find_next(slot)) {
       take_slot(slot, take);
     }
-    // Every upper head is looked at, not only the slots the bitmaps name: this walk must not miss
-    // a node, and reading the heads is cheap next to walking the lists. Only a head in use is
-    // written, so the pages of levels never used stay the kernel's shared zero page.
-    for (std::size_t first = 0; first < kUpperLists; first += kListsPerSlot) {
-      take_lists(&upper_[first], kListsPerSlot, take);
+    // The bitmaps name every upper slot with a node (insert() sets a slot's bit, and only an
+    // emptied slot or a queued cascade clears it), so the heads of levels never used are not read.
+    for (std::size_t level = 1; level <= levels_; ++level) {
+      for (std::uint64_t slots = std::exchange(occupied_upper_[level], 0); slots != 0;
+           slots &= slots - 1) {
+        const auto slot = static_cast<std::size_t>(std::countr_zero(slots));
+        take_lists(&upper_[slot_index(level, slot)], kListsPerSlot, take);
+      }
     }
-    occupied_upper_.fill(0);
     for (Cascade& cascade : cascades_) take_lists(cascade.lists.data(), kListsPerSlot, take);
     cascades_.clear();
   }
@@ -240,14 +243,11 @@ class Wheel {
   template <class Take>
   void take_lists(TaskNode** heads, std::size_t count, Take&& take) {
     std::array<TaskNode*, kListsPerSlot> cursors;  // [0, count) only: no zeroing on the tick path
-    bool any = false;
     for (std::size_t list = 0; list < count; ++list) {
       cursors[list] = heads[list];
-      if (heads[list] == nullptr) continue;
-      heads[list] = nullptr;
-      any = true;
+      if (heads[list] != nullptr) heads[list] = nullptr;
     }
-    if (any) unlink_in_turn(cursors.data(), count, std::numeric_limits<std::size_t>::max(), take);
+    unlink_in_turn(cursors.data(), count, std::numeric_limits<std::size_t>::max(), take);
   }
 
   // Unlinks nodes from the fronts of `count` lists with take_in_turn() and passes each to `each`,
