@@ -24,7 +24,9 @@ void PendingTask::run() noexcept {
   // The handle keeps its reference, so deadline() and future() still answer afterwards. The timer
   // that handed the task back may be gone: the exception reaches only the future.
   if (node_ == nullptr || !node_->start_detached()) return;
-  node_->retain();  // the run's own, which its last step drops
+  // The run's own reference, which its last step drops: without it, a task that destroys this
+  // handle while it runs (through something its captures own) could free the node under itself.
+  node_->retain();
   node_->run([](const std::exception_ptr&) {}, 1);
 }
 

@@ -11,6 +11,7 @@
 #include <future>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -584,6 +585,21 @@ TEST_F(PendingTaskTest, KeepsDeadlineAndFutureAfterRun) {
   canceled.run();
   EXPECT_EQ(canceled.deadline(), deadline);
   EXPECT_TRUE(canceled.future().is_cancelled());
+}
+
+// A task may destroy the PendingTask that runs it (a service dropping its table of handed-back
+// tasks, say). run() keeps the node alive until the run's last step, so the captures the task
+// still uses after that are not freed under it (AddressSanitizer would catch it in CI).
+TEST_F(PendingTaskTest, RunOutlivesATaskThatDestroysItsHandle) {
+  std::optional<PendingTask> handle;
+  auto after_reset = std::make_shared<std::atomic<bool>>(false);
+  handle.emplace(hand_back([&handle, after_reset] {
+    handle.reset();  // the handle held the node's last reference besides the run's own
+    after_reset->store(true);
+  }));
+  handle->run();
+  EXPECT_FALSE(handle.has_value());
+  EXPECT_TRUE(after_reset->load());
 }
 
 // A task that already ran is like a canceled one: adopt() returns its future and schedules nothing.
