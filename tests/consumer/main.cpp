@@ -57,7 +57,7 @@ wheeltimer::TimerFuture exercise(std::shared_ptr<wheeltimer::Executor> executor,
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef WHEELTIMER_HAS_TBB
+#if WHEELTIMER_HAS_TBB
   constexpr std::string_view built = "with-tbb";
 #else
   constexpr std::string_view built = "without-tbb";

@@ -77,7 +77,7 @@ using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 
 constexpr std::uint32_t kPoolSize = 1u << 14;  // records in flight at once
-#ifdef WHEELTIMER_HAS_TBB
+#if WHEELTIMER_HAS_TBB
 constexpr bool kHasTbb = true;
 #else
 constexpr bool kHasTbb = false;
