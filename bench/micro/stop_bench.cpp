@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -24,8 +23,10 @@ namespace {
 
 constexpr std::size_t kTimers = 1'000'000;
 constexpr auto kHour = std::chrono::milliseconds(3'600'000);
-// Lets the indicator move the burst into the wheel (every 16,384th schedule() wakes it).
-constexpr auto kSettle = std::chrono::milliseconds(100);
+// The marker that tells when the indicator has moved the burst into the wheel: scheduled after
+// the burst, and due well beyond the indicator's lookahead (64 ms), so it queues behind the burst
+// in the same first-in-first-out lane, and runs only once the whole burst has been taken in.
+constexpr auto kMarkerDelay = std::chrono::seconds(1);
 
 using wheeltimer::Clock;
 
@@ -36,11 +37,14 @@ void bm_stop(benchmark::State& state, bool spread) {
   double drop_seconds = 0;
   while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(kTimers))) {
     wheeltimer::HashedWheelTimer timer;  // the defaults: 1 ms tick, wheel of 512
+    // A task due now runs only after the indicator's first round, which tells the lanes apart:
+    // until then every task counts as due soon (see src/inbound_lanes.hpp).
+    timer.schedule([] {}, Clock::duration::zero()).wait();
     for (std::size_t i = 0; i < kTimers; ++i) {
       const auto delay = spread ? std::chrono::milliseconds(offset(random)) : kHour;
       timer.schedule([counter = &runs] { ++*counter; }, delay);
     }
-    std::this_thread::sleep_for(kSettle);
+    timer.schedule([] {}, kMarkerDelay).wait();
     const auto start = Clock::now();
     std::vector<wheeltimer::PendingTask> handed_back = timer.stop();
     const auto stopped = Clock::now();
