@@ -25,7 +25,8 @@ constexpr std::size_t kTimers = 1'000'000;
 constexpr auto kHour = std::chrono::milliseconds(3'600'000);
 // The marker that tells when the indicator has moved the burst into the wheel: scheduled after
 // the burst, and due well beyond the indicator's lookahead (64 ms), so it queues behind the burst
-// in the same first-in-first-out lane, and runs only once the whole burst has been taken in.
+// in the same lane, first-in-first-out for one producer (the burst and the marker come from this
+// thread), and runs only once the whole burst has been taken in.
 constexpr auto kMarkerDelay = std::chrono::seconds(1);
 
 using wheeltimer::Clock;
