@@ -554,12 +554,12 @@ void WheelCore::dispatch(TaskNode* node) {
 }
 
 void WheelCore::refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr why) noexcept {
-  // on_error is told, then the task is canceled (it never ran). on_error runs as the timer's own
-  // code here, so stop() from it is refused like from a task.
+  // on_error is told, then the task is canceled (it never ran), which destroys its captures. Both
+  // run as the timer's own code here, so stop() from either is refused like from a task.
   const WheelCore* outer = std::exchange(running_in, this);
   report(std::move(why));
-  running_in = outer;
   node->refuse(epoch);
+  running_in = outer;
 }
 
 void WheelCore::run_started(TaskNode* node, std::uint32_t references) noexcept {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -82,6 +83,44 @@ TEST_F(FaultsTest, RefusedTaskIsCanceledReportedAndNeverRuns) {
   ASSERT_TRUE(accepted.wait_for(kMustHappen));
   EXPECT_EQ(accepted.state(), TaskState::finished);
   EXPECT_EQ(ran.load(), 1);  // only the accepted one
+}
+
+// A refused task's captures die on the indicator, as the timer's own code: stop() from their
+// destructor is a std::logic_error there, as from a task, and the timer keeps running.
+TEST_F(FaultsTest, StopFromTheCapturesOfARefusedTaskIsALogicError) {
+  auto executor = std::make_shared<RefusingExecutor>();
+  HashedWheelTimer timer(TimerOptions{.executor = executor});
+  struct StopsTheTimerWhenDestroyed {
+    HashedWheelTimer* timer;  // null once moved from
+    std::promise<std::string>* outcome;
+    StopsTheTimerWhenDestroyed(HashedWheelTimer* t, std::promise<std::string>* o)
+        : timer(t), outcome(o) {}
+    StopsTheTimerWhenDestroyed(StopsTheTimerWhenDestroyed&& other) noexcept
+        : timer(std::exchange(other.timer, nullptr)), outcome(other.outcome) {}
+    ~StopsTheTimerWhenDestroyed() {
+      if (timer == nullptr) return;
+      try {
+        timer->stop();
+        outcome->set_value("returned");
+      } catch (const std::logic_error&) {
+        outcome->set_value("logic_error");
+      } catch (...) {
+        outcome->set_value("another exception");
+      }
+    }
+    void operator()() const {}
+  };
+  std::promise<std::string> outcome;
+  TimerFuture refused = timer.schedule(StopsTheTimerWhenDestroyed(&timer, &outcome), 0ms);
+  auto result = outcome.get_future();
+  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_EQ(result.get(), "logic_error");
+  EXPECT_EQ(refused.state(), TaskState::canceled);
+
+  executor->refusing = false;
+  TimerFuture accepted = timer.schedule([] {}, 0ms);
+  ASSERT_TRUE(accepted.wait_for(kMustHappen));
+  EXPECT_EQ(accepted.state(), TaskState::finished);
 }
 
 TEST_F(FaultsTest, BadAllocInsideScheduleLeavesNothingHalfInserted) {
