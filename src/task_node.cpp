@@ -88,12 +88,16 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
       mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
       [](std::uint32_t w) { return std::uint64_t{(w & kListed) == kListed}; });
   if (!old) return false;
-  // The owner may link the node into a list through its ops_ word, so the captures are destroyed
-  // through a copy; after pending() drops, so code in their destructors sees the task settled.
-  // pending() drops before anyone is woken.
+  // The captures move out of the node first: they may hold the last handle to this very task (a
+  // job that keeps its own future), and once the owner has let go of the node, destroying them in
+  // place would free the node while their destructors still run in it. They are destroyed after
+  // pending() drops, so code in their destructors sees the task settled, and before anyone is
+  // woken. The owner may link the node into a list through its ops_ word: a copy of it is used.
   const Task::Ops* ops = std::exchange(ops_, nullptr);
+  alignas(void*) unsigned char captures[Task::inline_capacity];  // a node's callable never is more
+  ops->relocate(storage(), captures);
   if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
-  ops->destroy(storage());
+  ops->destroy(captures);  // may free the node: only its address is used below
   if (*old & kWaiter) wake_all(stripe_for(this));
   return true;
 }

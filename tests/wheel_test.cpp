@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -370,6 +371,57 @@ TEST_F(WheelTest, CanceledDueAndWheelTasksLeaveInOneRound) {
   EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, kept_near}));
   clock_->advance(1h + 20ms);
   EXPECT_EQ(fired_ids(), (std::vector<int>{1, 2, kept_near, kept_far}));
+  EXPECT_EQ(wheel->linked(), 0u);
+  EXPECT_EQ(wheel->pending(), 0u);
+}
+
+// A task's captures may hold the last handle to the task itself (a job that keeps its own
+// future). cancel() destroys them while the indicator may let go of the node, so they must not
+// live in the node then. Here the captures' destructor first has the indicator run a round (woken
+// by a task due now), which unlinks the canceled node and drops the wheel's and the list's
+// references; then `job` drops the last handle, and `payload` is destroyed after that: under
+// AddressSanitizer (which CI runs), a heap-use-after-free if the captures were still in the node.
+TEST_F(WheelTest, CancelOutlivesCapturesHoldingTheTasksLastHandle) {
+  struct Job {
+    TimerFuture self;
+  };
+  struct Round {
+    WheelCore* wheel;
+    ManualClock* clock;
+    Clock::time_point now;
+    void run() const {
+      wheel->schedule_at([] {}, now);
+      clock->advance(0ns);
+    }
+  };
+  struct Captures {  // members die in reverse order: job, then payload
+    std::unique_ptr<int> payload;
+    std::shared_ptr<Job> job;
+    const Round* round_first;  // null once moved from
+    Captures(std::shared_ptr<Job> owner, const Round* round)
+        : payload(std::make_unique<int>(7)), job(std::move(owner)), round_first(round) {}
+    Captures(Captures&& other) noexcept
+        : payload(std::move(other.payload)),
+          job(std::move(other.job)),
+          round_first(std::exchange(other.round_first, nullptr)) {}
+    ~Captures() {
+      if (round_first != nullptr) round_first->run();
+    }
+    void operator()() const {}
+  };
+  static_assert(sizeof(Captures) <= Task::inline_capacity, "must be stored in the node");
+
+  auto wheel = make_wheel(512);
+  const Round round{wheel.get(), clock_.get(), start_};
+  auto job = std::make_shared<Job>();
+  std::weak_ptr<Job> watch = job;
+  job->self = wheel->schedule_at(Captures(job, &round), start_ + 1h);
+  Job* const raw = job.get();
+  job.reset();  // from now on the task's captures hold the job, and so the task's last handle
+  clock_->advance(0ns);
+  ASSERT_EQ(wheel->linked(), 1u);
+  ASSERT_TRUE(raw->self.cancel());
+  EXPECT_TRUE(watch.expired()) << "the captures, and the job with them, were destroyed";
   EXPECT_EQ(wheel->linked(), 0u);
   EXPECT_EQ(wheel->pending(), 0u);
 }
