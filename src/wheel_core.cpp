@@ -164,6 +164,7 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
     named.set_value();
     run_indicator();
   });
+  indicator_id_ = indicator_.get_id();
   done_naming.wait();
 }
 
@@ -644,10 +645,12 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
 }
 
 std::vector<PendingTask> WheelCore::stop() {
-  if (running_in == this) {
+  // A task of this timer, on any thread, or any code on the indicator thread (a custom executor's
+  // execute(), a destructor the indicator runs), would wait for itself.
+  if (running_in == this || std::this_thread::get_id() == indicator_id_) {
     throw std::logic_error(
-        "wheeltimer: stop() called from inside one of the timer's own tasks (it would wait for "
-        "itself)");
+        "wheeltimer: stop() called from inside one of the timer's own tasks or on its indicator "
+        "thread (it would wait for itself)");
   }
   std::lock_guard<std::mutex> guard(stop_mutex_);
   if (stopped_) return {};

@@ -123,6 +123,42 @@ TEST_F(FaultsTest, StopFromTheCapturesOfARefusedTaskIsALogicError) {
   EXPECT_EQ(accepted.state(), TaskState::finished);
 }
 
+// Any code on the indicator thread would wait for itself in stop(), not only a task: here a custom
+// executor's execute(), which the indicator calls. It gets std::logic_error, and the timer is
+// neither stopped nor stuck.
+TEST_F(FaultsTest, StopFromAnExecutorsExecuteOnTheIndicatorIsALogicError) {
+  struct StoppingExecutor final : Executor {
+    HashedWheelTimer* timer = nullptr;
+    std::promise<std::string> outcome;
+    bool tried = false;  // only the indicator calls execute()
+    void execute(Task work) override {
+      if (!std::exchange(tried, true)) {
+        try {
+          timer->stop();
+          outcome.set_value("returned");
+        } catch (const std::logic_error&) {
+          outcome.set_value("logic_error");
+        } catch (...) {
+          outcome.set_value("another exception");
+        }
+      }
+      work();
+    }
+  };
+  auto executor = std::make_shared<StoppingExecutor>();
+  auto result = executor->outcome.get_future();
+  HashedWheelTimer timer(TimerOptions{.executor = executor});
+  executor->timer = &timer;
+  TimerFuture first = timer.schedule([] {}, 0ms);
+  ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+  EXPECT_EQ(result.get(), "logic_error");
+  ASSERT_TRUE(first.wait_for(kMustHappen));
+  EXPECT_EQ(first.state(), TaskState::finished);
+  TimerFuture second = timer.schedule([] {}, 1ms);
+  ASSERT_TRUE(second.wait_for(kMustHappen));
+  EXPECT_EQ(second.state(), TaskState::finished);
+}
+
 TEST_F(FaultsTest, BadAllocInsideScheduleLeavesNothingHalfInserted) {
   HashedWheelTimer timer;
   auto far = timer.schedule([] {}, 1h);
