@@ -269,8 +269,10 @@ TimerFuture WheelCore::schedule_at(Task task, Clock::time_point deadline) {
     node = TaskNode::create(std::move(task), deadline, this);
     if (!inbound_.push(node, deadline)) throw std::bad_alloc();
   } catch (...) {
-    if (node != nullptr) node->release(2);  // nobody else has seen it: both references
+    // Settled first, as cancel() does it: the release destroys the captures, whose destructors
+    // may call stop(), which waits for every admitted task to settle.
     settled_one();
+    if (node != nullptr) node->release(2);  // nobody else has seen it: both references
     throw;
   }
   after_push(deadline, housekeeping);
