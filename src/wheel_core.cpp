@@ -702,13 +702,27 @@ void WheelCore::stop_discarding() noexcept {
   } catch (const std::bad_alloc&) {
     // No memory to hand them back in: canceled where they lie.
   }
-  std::lock_guard<std::mutex> guard(stop_mutex_);
-  if (stopped_) return;
-  halt_indicator();
-  handed_back_.clear();  // taken out by the stop() that ran out of memory
-  take_out_all([](TaskNode* node) { PendingTask discarded(node); },
-               [](std::size_t) { return std::numeric_limits<std::size_t>::max(); });
-  stopped_ = true;
+  // Each task is dropped (canceled) only once the lock is released: its captures' destructors
+  // may call stop(). Collected without memory, in a list linked through the nodes' wheel links.
+  std::vector<HandedBack> taken_before;
+  TaskNode* discarded = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(stop_mutex_);
+    if (stopped_) return;
+    halt_indicator();
+    taken_before = std::move(handed_back_);  // what the stop() that ran out of memory took out
+    take_out_all(
+        [&discarded](TaskNode* node) {
+          node->next = std::exchange(discarded, node);
+        },
+        [](std::size_t) { return std::numeric_limits<std::size_t>::max(); });
+    stopped_ = true;
+  }
+  taken_before.clear();
+  while (TaskNode* node = discarded) {
+    discarded = std::exchange(node->next, nullptr);
+    PendingTask dropped(node);
+  }
 }
 
 }  // namespace wheeltimer::detail

@@ -14,6 +14,7 @@
 #include <memory>
 #include <new>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -260,6 +261,38 @@ TEST(StopOutOfMemory, DestroyingATimerNeedsNoMemory) {
     const OutOfMemory no_memory;
     timer.reset();
   }
+  for (const TimerFuture& future : futures) ASSERT_EQ(future.state(), TaskState::canceled);
+}
+
+// Out of memory, the destructor cancels the tasks where they lie, and drops them only once it has
+// let go of its lock, as the stop() it could not finish would have: a task whose captures call
+// stop() on the timer from their destructor (an RAII guard, say) gets an empty vector, as it would
+// with memory, instead of locking the timer's mutex twice on one thread.
+TEST(StopOutOfMemory, CapturesMayCallStopWhileATimerWithNoMemoryIsDestroyed) {
+  struct StopsTheTimerWhenDestroyed {
+    HashedWheelTimer* timer;  // null once moved from
+    int* stops_returning_nothing;
+    StopsTheTimerWhenDestroyed(HashedWheelTimer* t, int* stops)
+        : timer(t), stops_returning_nothing(stops) {}
+    StopsTheTimerWhenDestroyed(StopsTheTimerWhenDestroyed&& other) noexcept
+        : timer(std::exchange(other.timer, nullptr)),
+          stops_returning_nothing(other.stops_returning_nothing) {}
+    ~StopsTheTimerWhenDestroyed() {
+      if (timer != nullptr && timer->stop().empty()) ++*stops_returning_nothing;
+    }
+    void operator()() const {}
+  };
+  int stops_returning_nothing = 0;
+  std::vector<TimerFuture> futures;
+  {
+    auto timer = std::make_unique<HashedWheelTimer>();
+    futures = schedule_far_tasks(*timer, Clock::now() + 1h);
+    futures.push_back(timer->schedule(
+        StopsTheTimerWhenDestroyed(timer.get(), &stops_returning_nothing), 2h));
+    const OutOfMemory no_memory;
+    timer.reset();
+  }
+  EXPECT_EQ(stops_returning_nothing, 1);
   for (const TimerFuture& future : futures) ASSERT_EQ(future.state(), TaskState::canceled);
 }
 
