@@ -88,15 +88,17 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
       mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
       [](std::uint32_t w) { return std::uint64_t{(w & kListed) == kListed}; });
   if (!old) return false;
-  // The captures move out of the node first: they may hold the last handle to this very task (a
-  // job that keeps its own future), and once the owner has let go of the node, destroying them in
-  // place would free the node while their destructors still run in it. They are destroyed after
-  // pending() drops, so code in their destructors sees the task settled, and before anyone is
-  // woken. The owner may link the node into a list through its ops_ word: a copy of it is used.
+  // The captures move out of the node before they are destroyed: they may hold the last handle to
+  // this very task (a job that keeps its own future), and once the owner has let go of the node,
+  // destroying them in place would free the node while their destructors still run in it. Until
+  // they are moved, the caller's handle (or the captures, if they hold it) keeps the node alive.
+  // The captures' code (their move and destructors) runs after pending() drops, so it sees the
+  // task settled, and before anyone is woken. The owner may link the node into a list through its
+  // ops_ word: a copy of it is used.
   const Task::Ops* ops = std::exchange(ops_, nullptr);
+  if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
   alignas(void*) unsigned char captures[Task::inline_capacity];  // a node's callable never is more
   ops->relocate(storage(), captures);
-  if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
   ops->destroy(captures);  // may free the node: only its address is used below
   if (*old & kWaiter) wake_all(stripe_for(this));
   return true;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -409,7 +410,9 @@ TEST_F(WheelTest, CancelOutlivesCapturesHoldingTheTasksLastHandle) {
     }
     void operator()() const {}
   };
-  static_assert(sizeof(Captures) <= Task::inline_capacity, "must be stored in the node");
+  static_assert(sizeof(Captures) <= Task::inline_capacity &&
+                    std::is_nothrow_move_constructible_v<Captures>,
+                "must be stored in the node");
 
   auto wheel = make_wheel(512);
   const Round round{wheel.get(), clock_.get(), start_};
