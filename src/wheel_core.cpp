@@ -77,6 +77,9 @@ constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
 // The timer whose task (or on_error) this thread is running, so stop() can refuse to wait for
 // itself.
 thread_local const WheelCore* running_in = nullptr;
+// The timer whose indicator this thread is. A thread id would not do: once the indicator has been
+// joined, a new thread may get its id.
+thread_local const WheelCore* indicator_of = nullptr;
 
 constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
 
@@ -160,11 +163,11 @@ WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)
   std::future<void> done_naming = named.get_future();
   indicator_ = std::thread([this, name = indicator_name(options_.thread_name),
                             named = std::move(named)]() mutable {
+    indicator_of = this;
     pthread_setname_np(pthread_self(), name.c_str());
     named.set_value();
     run_indicator();
   });
-  indicator_id_ = indicator_.get_id();
   done_naming.wait();
 }
 
@@ -649,7 +652,7 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
 std::vector<PendingTask> WheelCore::stop() {
   // A task of this timer, on any thread, or any code on the indicator thread (a custom executor's
   // execute(), a destructor the indicator runs), would wait for itself.
-  if (running_in == this || std::this_thread::get_id() == indicator_id_) {
+  if (running_in == this || indicator_of == this) {
     throw std::logic_error(
         "wheeltimer: stop() called from inside one of the timer's own tasks or on its indicator "
         "thread (it would wait for itself)");

@@ -212,9 +212,6 @@ class WheelCore {
   std::vector<HandedBack> handed_back_;
 
   std::thread indicator_;
-  // Set once the thread exists, before the constructor returns; read by stop() on any thread,
-  // which must not read indicator_ itself (another stop() may be joining it).
-  std::thread::id indicator_id_;
 };
 
 }  // namespace wheeltimer::detail
