@@ -19,8 +19,9 @@ HashedWheelTimer::HashedWheelTimer(TimerOptions options)
   }
 }
 
-// ~WheelCore stops the timer (WheelCore::stop_discarding()).
-HashedWheelTimer::~HashedWheelTimer() = default;
+// Stopped here, not only in ~WheelCore (which stops it too, idempotently): the tasks it cancels may
+// have captures whose destructors call stop() on this timer, and core_ is then still whole.
+HashedWheelTimer::~HashedWheelTimer() { core_->stop_discarding(); }
 
 TimerFuture HashedWheelTimer::schedule_at(Task task, Clock::time_point deadline) {
   return core_->schedule_at(std::move(task), deadline);
