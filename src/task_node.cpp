@@ -33,7 +33,9 @@ constexpr std::size_t kStripes = 64;
 // dividing the address by much less would leave most stripes unused.
 constexpr std::size_t kNodeSpacing = 64;
 WaitStripe& stripe_for(const TaskNode* node) noexcept {
-  static WaitStripe stripes[kStripes];
+  // Never destroyed: a thread may still wait on one (or a timer still settle a task) while exit()
+  // runs the static destructors, and a condition variable's destructor waits for its waiters.
+  static WaitStripe* const stripes = new WaitStripe[kStripes];
   return stripes[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
 }
 
