@@ -5,6 +5,7 @@
 // shows up as a failed expectation, never as a hung run.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -384,6 +385,32 @@ TEST_F(TimerFutureTest, UnlimitedWaitsDoNotOverflow) {
   // And on a task already settled they return at once.
   EXPECT_TRUE(by_duration.wait_for(Clock::duration::max()));
   EXPECT_TRUE(by_time_point.wait_until(Clock::time_point::max()));
+}
+
+// The same with coarser units: hours::max() or seconds::max() would overflow on their way to
+// Clock's nanoseconds (and wrap into the past, returning false at once), so they saturate too.
+// Fractional limits round up, and a NaN limit is std::invalid_argument.
+TEST_F(TimerFutureTest, UnlimitedWaitsInAnyUnitDoNotOverflow) {
+  HashedWheelTimer timer(fast_options());
+  TimerFuture in_hours = timer.schedule([] {}, 30ms);
+  EXPECT_TRUE(in_hours.wait_for(std::chrono::hours::max()));
+  EXPECT_EQ(in_hours.state(), TaskState::finished);
+
+  TimerFuture in_seconds = timer.schedule([] {}, 30ms);
+  EXPECT_TRUE(in_seconds.wait_for(std::chrono::seconds::max()));
+  EXPECT_EQ(in_seconds.state(), TaskState::finished);
+
+  TimerFuture until_hours = timer.schedule([] {}, 30ms);
+  EXPECT_TRUE(until_hours.wait_until(std::chrono::time_point<Clock, std::chrono::hours>::max()));
+  EXPECT_EQ(until_hours.state(), TaskState::finished);
+
+  TimerFuture far = timer.schedule([] {}, 1h);
+  const Clock::time_point before = Clock::now();
+  EXPECT_FALSE(far.wait_for(std::chrono::duration<double, std::milli>(20.5)));
+  EXPECT_GE(Clock::now() - before, 20500us) << "a fractional limit is never cut short";
+  EXPECT_FALSE(far.wait_until(std::chrono::time_point<Clock, std::chrono::hours>::min()));
+  EXPECT_THROW(far.wait_for(std::chrono::duration<double>(std::nan(""))), std::invalid_argument);
+  EXPECT_EQ(far.state(), TaskState::waiting);
 }
 
 TEST_F(TimerFutureTest, WaitWakesOnCancelFromAnotherThread) {

@@ -13,6 +13,7 @@
 // may observe CANCELED a moment before that destruction has finished.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <string_view>
@@ -64,6 +65,16 @@ class TimerFuture {
   void wait() const;
   bool wait_for(Clock::duration limit) const;
   bool wait_until(Clock::time_point limit) const;
+  // Any other duration or time point saturates the same way (hours::max() is no limit either),
+  // instead of overflowing on its way to Clock's nanoseconds. A NaN limit is std::invalid_argument.
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> limit) const {
+    return wait_until(saturating_deadline(limit));
+  }
+  template <class Duration>
+  bool wait_until(std::chrono::time_point<Clock, Duration> limit) const {
+    return wait_until(saturating_deadline(limit.time_since_epoch(), Clock::time_point()));
+  }
 
   // What the task threw, once FINISHED; null otherwise (a canceled task threw nothing).
   std::exception_ptr exception() const noexcept;
