@@ -33,10 +33,17 @@ constexpr std::size_t kStripes = 64;
 // dividing the address by much less would leave most stripes unused.
 constexpr std::size_t kNodeSpacing = 64;
 WaitStripe& stripe_for(const TaskNode* node) noexcept {
-  // Never destroyed: a thread may still wait on one (or a timer still settle a task) while exit()
-  // runs the static destructors, and a condition variable's destructor waits for its waiters.
-  static WaitStripe* const stripes = new WaitStripe[kStripes];
-  return stripes[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
+  // Never destroyed (the union's destructor leaves them alone), and in static storage, so first
+  // use needs no memory: a thread may still wait on one (or a timer still settle a task) while
+  // exit() runs the static destructors, and a condition variable's destructor waits for its
+  // waiters.
+  union Stripes {
+    WaitStripe all[kStripes];
+    Stripes() : all() {}
+    ~Stripes() {}
+  };
+  static Stripes stripes;
+  return stripes.all[std::hash<const TaskNode*>{}(node) / kNodeSpacing % kStripes];
 }
 
 void wake_all(WaitStripe& stripe) noexcept {
