@@ -6,8 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -21,14 +24,26 @@ using namespace std::chrono_literals;
 // Reachable from a global, so LeakSanitizer does not count the timer kept on purpose.
 wheeltimer::HashedWheelTimer* kept_timer = nullptr;
 
+// Whether thread `tid` of this process sleeps in the kernel (its state in /proc is S).
+bool sleeping(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const std::size_t name_end = line.rfind(')');  // the state follows the name, which may hold ')'
+  return name_end != std::string::npos && line.compare(name_end, 3, ") S") == 0;
+}
+
 [[noreturn]] void exit_while_a_thread_waits() {
   kept_timer = new wheeltimer::HashedWheelTimer();
   kept_timer->schedule([] {}, 0ms).wait();  // a task has settled: the waiting places exist
   wheeltimer::TimerFuture never = kept_timer->schedule([] {}, 1h);
-  std::thread([never] { never.wait(); }).detach();
-  // Time for the waiter to block. Should it not have yet, exit() finds no waiter and the test
-  // passes either way: it can miss the fault, never invent one.
-  std::this_thread::sleep_for(100ms);
+  std::atomic<pid_t> waiter{0};
+  std::thread([never, &waiter] {
+    waiter = gettid();
+    never.wait();
+  }).detach();
+  // Until the waiter sleeps: blocked on its condition variable, the one place it can sleep.
+  while (waiter.load() == 0 || !sleeping(waiter.load())) std::this_thread::yield();
   std::exit(0);
 }
 
