@@ -2,12 +2,14 @@
 // showcase: the same workload, some of whose callbacks block, through each executor, side by side.
 // `wheeltimer-bench --help` lists the workloads (fire, slow, idle, far, schedule); each prints a
 // table, or with --json one JSON line per run. The exit code is 1 if any task started before its
-// deadline or never ran, 2 for a bad command line or an error.
+// deadline, never ran or ran twice, 2 for a bad command line or an error.
 #include <unistd.h>
 
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "tool/cli.hpp"
@@ -37,6 +39,38 @@ Report run_once(const Command& command, const ProgressFn& progress) {
   throw std::logic_error("run_once: the showcase has its own runner");
 }
 
+// The flags that decide how much memory a run takes, for an out-of-memory message.
+std::string sizing_flags(const Command& command) {
+  using std::to_string;
+  std::string flags;
+  switch (command.workload) {
+    case Workload::fire:
+      flags = "--timers " + to_string(command.fire.timers);
+      break;
+    case Workload::slow:
+      flags = "--timers " + to_string(command.slow.timers);
+      break;
+    case Workload::showcase:
+      flags = "--timers " + to_string(command.showcase.timers);
+      break;
+    case Workload::far:
+      flags = "--far " + to_string(command.far.far) + ", --near-rate " +
+              shortest(command.far.near_rate) + " with --seconds " + shortest(command.far.seconds);
+      break;
+    case Workload::schedule:
+      flags = "--timers " + to_string(command.schedule.timers) + ", --producers " +
+              to_string(command.schedule.producers);
+      break;
+    case Workload::idle:
+      break;
+  }
+  if (command.common.executor == "pool") {
+    flags += (flags.empty() ? "" : ", ") + std::string("--queue ") +
+             to_string(command.common.queue);
+  }
+  return flags.empty() ? "" : " (" + flags + ")";
+}
+
 int run(const Command& command) {
   if (command.workload == Workload::showcase) return run_showcase(command.common, command.showcase);
 
@@ -51,11 +85,13 @@ int run(const Command& command) {
     }
     runs.push_back(run_once(command, progress ? progress->callback() : ProgressFn{}));
     if (progress) progress->finish("done");
-    bad += runs.back().early + runs.back().lost;
+    bad += runs.back().early + runs.back().lost + runs.back().repeated;
     if (command.common.json) print_json_line(stdout, runs.back(), r);
   }
   if (!command.common.json) print_table(stdout, runs);
-  if (bad != 0) std::fprintf(stderr, "ERROR: %zu tasks started early or never ran\n", bad);
+  if (bad != 0) {
+    std::fprintf(stderr, "ERROR: %zu tasks started early, never ran or ran twice\n", bad);
+  }
   return bad == 0 ? 0 : 1;
 }
 
@@ -67,6 +103,10 @@ int main(int argc, char** argv) {
   if (!parsed.command) return parsed.exit_code;
   try {
     return wheeltimer_bench::run(*parsed.command);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
+                 wheeltimer_bench::sizing_flags(*parsed.command).c_str());
+    return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "wheeltimer-bench: %s\n", error.what());
     return 2;

@@ -1,34 +1,57 @@
 #include "cli.hpp"
 
+#include <cmath>
+#include <limits>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
+#include "report.hpp"
 #include "timer_setup.hpp"
 
 namespace wheeltimer_bench {
 namespace {
 
-// Number checks with plain messages (CLI11's ranges print the type's whole span).
-CLI::Validator number_check(bool zero_ok) {
+// Number checks with plain messages (CLI11's ranges print the type's whole span, and let NaN
+// through). Every flag has an upper bound: a duration must fit in 64-bit nanoseconds, and a count
+// in the type it lands in, or it would wrap to a value the user never typed.
+
+CLI::Validator number_check(double least, bool least_ok, double most, std::string name) {
   return CLI::Validator(
-      [zero_ok](std::string& input) -> std::string {
+      [least, least_ok, most](std::string& input) -> std::string {
         double value = 0;
         try {
           value = std::stod(input);
         } catch (const std::exception&) {
           return "not a number: " + input;
         }
-        if (value > 0 || (zero_ok && value == 0)) return "";
-        return std::string(zero_ok ? "must be 0 or more" : "must be more than 0") + ", got " +
-               input;
+        if (!std::isfinite(value)) return "not a finite number: " + input;
+        if (value < least || (!least_ok && value == least)) {
+          return std::string(least_ok ? "must be at least " : "must be more than ") +
+                 shortest(least) + ", got " + input;
+        }
+        if (value > most) return "must be at most " + shortest(most) + ", got " + input;
+        return "";
       },
-      zero_ok ? "NON-NEGATIVE" : "POSITIVE");
+      std::move(name));
 }
-const CLI::Validator positive = number_check(false);
-const CLI::Validator non_negative = number_check(true);
+
+// Durations are capped at a million seconds (about 11.6 days), in each flag's unit.
+constexpr double kMaxSeconds = 1e6;
+const CLI::Validator positive = number_check(0, false, 1e15, "POSITIVE");
+const CLI::Validator non_negative = number_check(0, true, 1e15, "NON-NEGATIVE");
+const CLI::Validator fraction = number_check(0, true, 1, "FRACTION");
+const CLI::Validator seconds = number_check(0, false, kMaxSeconds, "SECONDS");
+const CLI::Validator ms_or_zero = number_check(0, true, kMaxSeconds * 1e3, "MS");
+// A tick of at least one nanosecond, the clock's unit (a shorter one would be rounded up to it).
+const CLI::Validator tick_us = number_check(1e-3, true, kMaxSeconds * 1e6, "US");
+// TbbArenaExecutor takes an int.
+const CLI::Validator thread_count =
+    number_check(0, true, std::numeric_limits<int>::max(), "NON-NEGATIVE");
 
 void add_common(CLI::App& app, CommonSettings& common) {
   app.add_option("--tick-us", common.tick_us, "Tick length in microseconds")
-      ->check(positive)
+      ->check(tick_us)
       ->capture_default_str();
   app.add_option("--wheel", common.wheel, "Wheel slots (rounded up to a power of two)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
@@ -38,7 +61,7 @@ void add_common(CLI::App& app, CommonSettings& common) {
       ->capture_default_str();
   app.add_option("--threads", common.threads,
                  "Pool threads, or the TBB arena's limit (0: 8 for the pool, automatic for TBB)")
-      ->check(non_negative)
+      ->check(thread_count)
       ->capture_default_str();
   app.add_option("--queue", common.queue, "CallerRunsPool queue capacity")
       ->check(positive)
@@ -54,13 +77,13 @@ void add_common(CLI::App& app, CommonSettings& common) {
 void add_slow_options(CLI::App& sub, SlowSettings& slow) {
   sub.add_option("--timers", slow.timers, "Tasks in all")->check(positive)->capture_default_str();
   sub.add_option("--spread-ms", slow.spread_ms, "Deadlines uniform over this many ms")
-      ->check(non_negative)
+      ->check(ms_or_zero)
       ->capture_default_str();
   sub.add_option("--slow-fraction", slow.slow_fraction, "Fraction of the tasks that block")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(fraction)
       ->capture_default_str();
   sub.add_option("--slow-ms", slow.slow_ms, "How long a slow task blocks (sleeps), in ms")
-      ->check(non_negative)
+      ->check(ms_or_zero)
       ->capture_default_str();
   sub.add_option("--slow-pick", slow.slow_pick,
                  "Which tasks block: every (1/F)-th in deadline order (even, a steady load) or a "
@@ -98,7 +121,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
       ->check(positive)
       ->capture_default_str();
   fire->add_option("--spread-ms", command.fire.spread_ms, "Deadlines uniform over this many ms")
-      ->check(non_negative)
+      ->check(ms_or_zero)
       ->capture_default_str();
 
   auto* slow = app.add_subcommand("slow", "Some tasks block for M ms: lateness of the others");
@@ -106,7 +129,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
 
   auto* idle = app.add_subcommand("idle", "CPU used by a timer with nothing due");
   idle->add_option("--seconds", command.idle.seconds, "Length of the measurement")
-      ->check(positive)
+      ->check(seconds)
       ->capture_default_str();
 
   auto* far = app.add_subcommand("far", "N timers far out while near timers run: CPU per second");
@@ -114,17 +137,17 @@ ParseOutcome parse_command_line(int argc, char** argv) {
       ->check(non_negative)
       ->capture_default_str();
   far->add_option("--far-s", command.far.far_s, "How far out, in seconds")
-      ->check(positive)
+      ->check(seconds)
       ->capture_default_str();
   far->add_option("--seconds", command.far.seconds, "Length of the measured window")
-      ->check(positive)
+      ->check(seconds)
       ->capture_default_str();
   far->add_option("--near-rate", command.far.near_rate, "Near timers scheduled per second")
       ->check(positive)
       ->capture_default_str();
   far->add_option("--near-ms", command.far.near_ms,
                   "Near timers' delays are uniform over [0, this] ms")
-      ->check(non_negative)
+      ->check(ms_or_zero)
       ->capture_default_str();
 
   auto* schedule =
@@ -138,7 +161,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
       ->check(positive)
       ->capture_default_str();
   schedule->add_option("--delay-s", command.schedule.delay_s, "Delay of the timers, in seconds")
-      ->check(positive)
+      ->check(seconds)
       ->capture_default_str();
 
   try {
@@ -154,6 +177,17 @@ ParseOutcome parse_command_line(int argc, char** argv) {
                                                     {schedule, Workload::schedule}};
   for (const auto& [sub, workload] : choices) {
     if (sub->parsed()) command.workload = workload;
+  }
+  if (command.workload == Workload::showcase) {
+    for (const char* flag : {"--runs", "--executor"}) {
+      if (app.get_option(flag)->count() != 0) {
+        std::fprintf(stderr,
+                     "%s: the showcase runs each executor once; to choose one or repeat a run, "
+                     "use the slow workload\nRun with --help for more information.\n",
+                     flag);
+        return {std::nullopt, 2};
+      }
+    }
   }
   return {command, 0};
 }

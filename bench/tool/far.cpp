@@ -40,25 +40,31 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
       timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
                      far_base + delay);
     }
-    // Every 16,384th schedule() wakes the indicator to move new timers into the wheel, 100,000 at
+    // Every 16,384th schedule() wakes the indicator to move new timers into the wheel, 4,096 at
     // most per round: give it time to take them all in before the window opens.
-    const auto per_round = std::size_t{100'000};
+    const auto per_round = std::size_t{4'096};
     std::this_thread::sleep_for(std::chrono::milliseconds(300) +
                                 2 * tick * static_cast<Clock::rep>(far.far / per_round + 1));
     resident = resident_bytes();
 
-    // The near stream: paced by the millisecond, catching up if a sleep overran.
+    // The near stream: paced by the millisecond, catching up if a sleep overran, over a window
+    // of exactly --seconds (the last step is its end, when the stream is complete).
     begin = Usage::now();
+    const auto window_end = begin.wall + from_s(far.seconds);
     std::size_t next = 0;
-    for (auto step = begin.wall; next < near_count; step += std::chrono::milliseconds(1)) {
+    for (auto step = begin.wall;; step = std::min(step + std::chrono::milliseconds(1), window_end)) {
       std::this_thread::sleep_until(step);
+      const bool last = step == window_end;
       const double elapsed = std::chrono::duration<double>(Clock::now() - begin.wall).count();
-      const auto due = std::min(near_count, static_cast<std::size_t>(far.near_rate * elapsed) + 1);
+      const auto due =
+          last ? near_count
+               : std::min(near_count, static_cast<std::size_t>(far.near_rate * elapsed) + 1);
       for (; next < due; ++next) {
         const auto deadline = Clock::now() + near_delays[next];
         const std::size_t i = next;
         timer.schedule_at([&log, i, deadline] { log.record(i, deadline); }, deadline);
       }
+      if (last) break;
     }
     end = Usage::now();
     all_ran = log.wait(end.wall + from_ms(far.near_ms) + std::chrono::seconds(60), progress);
@@ -79,6 +85,7 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
   report.settings["near_ms"] = far.near_ms;
   report.early = lateness.early;
   report.lost = all_ran ? 0 : near_count - log.finished();
+  report.repeated = log.repeated();
 
   report.add("cpu_s_per_s", "CPU per second, all threads (s/s)", used.cpu_s / used.wall_s, 4);
   report.add("cpu_percent_of_core", "CPU (% of one core)", 100.0 * used.cpu_s / used.wall_s, 2);

@@ -50,6 +50,7 @@ Report run_fire(const CommonSettings& common, const FireSettings& fire,
   report.settings["spread_ms"] = fire.spread_ms;
   report.early = lateness.early;
   report.lost = all_ran ? 0 : count - log.finished();
+  report.repeated = log.repeated();
 
   report.add("fired", "timers fired", static_cast<double>(lateness.count));
   report.add_lateness("lateness_", "lateness ", lateness);

@@ -34,7 +34,8 @@ Report run_idle(const CommonSettings& common, const IdleSettings& idle) {
   // A sleeping thread that wakes up and sleeps again counts one voluntary switch.
   report.add("wakeups_per_s", "wake-ups per second (voluntary switches)",
              static_cast<double>(used.voluntary_switches) / used.wall_s, 1);
-  report.add("nominal_ticks_per_s", "ticks per second at this tick", 1e6 / common.tick_us, 1);
+  report.add("nominal_ticks_per_s", "ticks per second at this tick",
+             1e9 / static_cast<double>(tick_of(common).count()), 1);
   return report;
 }
 

@@ -26,7 +26,8 @@ void LatenessLog::start(std::size_t index, Clock::time_point deadline) noexcept 
   static_assert(std::is_same_v<Clock::duration, std::chrono::nanoseconds>);
   const std::int64_t lateness = (Clock::now() - deadline).count();
   // Relaxed: only a unique slot is needed; finish() publishes the entry.
-  entries_[started_.fetch_add(1, std::memory_order_relaxed)] = {index, lateness};
+  const std::size_t slot = started_.fetch_add(1, std::memory_order_relaxed);
+  if (slot < entries_.size()) entries_[slot] = {index, lateness};  // else repeated() counts it
   if (seen_generation != generation_) {
     seen_generation = generation_;
     threads_.fetch_add(1, std::memory_order_relaxed);

@@ -50,6 +50,12 @@ class LatenessLog {
 
   std::size_t size() const noexcept { return entries_.size(); }
   std::size_t finished() const noexcept { return finished_.load(std::memory_order_relaxed); }
+  // Starts beyond one per task: a task that ran twice (the timer promises none). Its entry is not
+  // written, and it makes wait() return before some other task has run.
+  std::size_t repeated() const noexcept {
+    const std::size_t started = started_.load(std::memory_order_relaxed);
+    return started > entries_.size() ? started - entries_.size() : 0;
+  }
   // How many distinct threads ran tasks: shows what the executor really had to work with.
   std::size_t threads_seen() const noexcept { return threads_.load(std::memory_order_relaxed); }
 

@@ -1,15 +1,18 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
+#include "timer_setup.hpp"
 #include "usage.hpp"
 
 namespace wheeltimer_bench {
 namespace {
 
 std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "n/a";  // nothing was measured (JSON: null)
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
@@ -42,7 +45,9 @@ void Report::add_lateness(const std::string& key_prefix, const std::string& labe
 }
 
 nlohmann::ordered_json common_settings(const CommonSettings& common, const std::string& executor) {
-  return {{"tick_us", common.tick_us},
+  // The tick the timer was given: --tick-us rounded up to whole nanoseconds.
+  const double tick_us = std::chrono::duration<double, std::micro>(tick_of(common)).count();
+  return {{"tick_us", tick_us},
           {"wheel", common.wheel},
           {"executor", executor},
           {"seed", common.seed},
@@ -107,7 +112,8 @@ void print_json_line(std::FILE* out, const Report& report, std::size_t run) {
   }
   const nlohmann::ordered_json line = {{"workload", report.workload}, {"run", run},
                                        {"settings", report.settings}, {"results", results},
-                                       {"early", report.early},       {"lost", report.lost}};
+                                       {"early", report.early},       {"lost", report.lost},
+                                       {"repeated", report.repeated}};
   std::fprintf(out, "%s\n", line.dump().c_str());
   std::fflush(out);
 }
@@ -120,6 +126,12 @@ std::string with_commas(std::size_t value) {
     out += digits[i];
   }
   return out;
+}
+
+std::string shortest(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  return text;
 }
 
 }  // namespace wheeltimer_bench

@@ -26,8 +26,9 @@ struct Report {
   std::string title;                // one line saying what was run
   nlohmann::ordered_json settings;  // every setting the run used
   std::vector<Metric> metrics;
-  std::size_t early = 0;  // tasks that started before their deadline (the timer promises 0)
-  std::size_t lost = 0;   // tasks that never ran before the tool gave up waiting (should be 0)
+  std::size_t early = 0;     // tasks that started before their deadline (the timer promises 0)
+  std::size_t lost = 0;      // tasks that never ran before the tool gave up waiting (should be 0)
+  std::size_t repeated = 0;  // extra starts: tasks that ran more than once (should be 0)
 
   void add(std::string key, std::string label, double value, int decimals = 0);
   // p50/p90/p99/p99.9/max and the early count, keys and labels starting with the prefixes.
@@ -41,10 +42,14 @@ nlohmann::ordered_json common_settings(const CommonSettings& common, const std::
 // The runs of one workload, one column each, and a median column when there are several.
 void print_table(std::FILE* out, const std::vector<Report>& runs);
 
-// {"workload":..., "run":n, "settings":{...}, "results":{...}, "early":..., "lost":...}
+// {"workload":..., "run":n, "settings":{...}, "results":{...}, "early":..., "lost":...,
+//  "repeated":...}
 void print_json_line(std::FILE* out, const Report& report, std::size_t run);
 
 // "1234567" -> "1,234,567", for counts in prose.
 std::string with_commas(std::size_t value);
+
+// A flag's value as a user would type it: 0.01, 2147483647, 1e+15 (printf's %.15g).
+std::string shortest(double value);
 
 }  // namespace wheeltimer_bench

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <functional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -26,32 +30,51 @@ struct PhaseTiming {
 };
 
 // Runs body(begin, end) on `threads` threads over [0, count) split in contiguous shares, all
-// released at once, and times each thread.
+// released at once, and times each thread. What a thread throws is rethrown here once all have
+// been joined; so is a failure to start one, after the others have been let go unused.
 PhaseTiming run_phase(std::size_t threads, std::size_t count,
                       const std::function<void(std::size_t, std::size_t)>& body) {
   std::vector<Clock::time_point> started(threads), ended(threads);
+  std::vector<std::exception_ptr> errors(threads);
   std::atomic<std::size_t> ready{0};
-  std::atomic<bool> go{false};
+  std::atomic<bool> go{false}, abandon{false};
   std::vector<std::thread> workers;
-  for (std::size_t t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const std::size_t begin = count * t / threads, end = count * (t + 1) / threads;
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      started[t] = Clock::now();
-      body(begin, end);
-      ended[t] = Clock::now();
-    });
+  workers.reserve(threads);
+  try {
+    for (std::size_t t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        const std::size_t begin = count * t / threads, end = count * (t + 1) / threads;
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        if (abandon.load(std::memory_order_relaxed)) return;
+        try {
+          started[t] = Clock::now();
+          body(begin, end);
+          ended[t] = Clock::now();
+        } catch (...) {
+          errors[t] = std::current_exception();
+        }
+      });
+    }
+  } catch (const std::system_error& error) {
+    abandon.store(true, std::memory_order_relaxed);
+    go.store(true, std::memory_order_release);
+    for (auto& worker : workers) worker.join();
+    throw std::runtime_error("--producers " + std::to_string(threads) + ": could not start thread " +
+                             std::to_string(workers.size() + 1) + ": " + error.what());
   }
   while (ready.load() < threads) std::this_thread::yield();
   go.store(true, std::memory_order_release);
   for (auto& worker : workers) worker.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
 
   PhaseTiming timing;
   for (std::size_t t = 0; t < threads; ++t) {
     const double calls = static_cast<double>(count * (t + 1) / threads - count * t / threads);
     const double ns = std::chrono::duration<double, std::nano>(ended[t] - started[t]).count();
-    timing.ns_per_call += ns / std::max(calls, 1.0) / static_cast<double>(threads);
+    timing.ns_per_call += ns / calls / static_cast<double>(threads);
   }
   const auto wall = *std::max_element(ended.begin(), ended.end()) -
                     *std::min_element(started.begin(), started.end());
@@ -63,7 +86,12 @@ PhaseTiming run_phase(std::size_t threads, std::size_t count,
 
 Report run_schedule(const CommonSettings& common, const ScheduleSettings& settings) {
   const std::size_t count = settings.timers;
-  const std::size_t producers = std::max<std::size_t>(settings.producers, 1);
+  const std::size_t producers = settings.producers;
+  if (producers > count) {
+    // A thread with nothing to do would count its empty loop as a call.
+    throw std::invalid_argument("--producers " + std::to_string(producers) +
+                                " is more than --timers " + std::to_string(count));
+  }
   const ExecutorChoice choice = make_executor(common);
   const auto tick = tick_of(common);
   const auto base = from_s(settings.delay_s);

@@ -74,7 +74,7 @@ int run_showcase(const CommonSettings& common, const SlowSettings& slow) {
     } else {
       print_json_line(stdout, slow_report(settings, slow, result), 1);
     }
-    bad += result.early + result.lost;
+    bad += result.early + result.lost + result.repeated;
     results.push_back(result);
   }
   if (!table) return bad == 0 ? 0 : 1;
@@ -111,7 +111,7 @@ int run_showcase(const CommonSettings& common, const SlowSettings& slow) {
         ms(tbb_run.others.p99_ms).c_str());
   }
   print_wrapped(sentence);
-  if (bad != 0) std::printf("\nERROR: %zu tasks started early or never ran.\n", bad);
+  if (bad != 0) std::printf("\nERROR: %zu tasks started early, never ran or ran twice.\n", bad);
   return bad == 0 ? 0 : 1;
 }
 

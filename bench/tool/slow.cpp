@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -57,6 +58,11 @@ SlowResult measure_slow(const CommonSettings& common, const SlowSettings& slow,
   const auto is_slow = pick_slow(delays, slow.slow_fraction, slow.slow_pick, common.seed + 1);
   const auto slow_tasks =
       static_cast<std::size_t>(std::count(is_slow.begin(), is_slow.end(), true));
+  if (slow_tasks == count) {
+    throw std::invalid_argument("--slow-fraction " + shortest(slow.slow_fraction) +
+                                " makes all " + std::to_string(count) +
+                                " tasks block: no other task is left to measure");
+  }
   LatenessLog log(count);  // outlives the timer, whose tasks write to it
   const ExecutorChoice choice = make_executor(common);
 
@@ -90,6 +96,7 @@ SlowResult measure_slow(const CommonSettings& common, const SlowSettings& slow,
   result.slow = summarize_lateness(log.samples([&](std::size_t i) { return is_slow[i]; }));
   result.early = result.others.early + result.slow.early;
   result.lost = all_ran ? 0 : count - log.finished();
+  result.repeated = log.repeated();
   result.threads_seen = log.threads_seen();
   const UsageDelta used = end - begin;
   result.wall_s = used.wall_s;
@@ -114,6 +121,7 @@ Report slow_report(const CommonSettings& common, const SlowSettings& slow, const
   report.settings["slow_pick"] = slow.slow_pick;
   report.early = r.early;
   report.lost = r.lost;
+  report.repeated = r.repeated;
 
   report.add("other_tasks", "other tasks (count)", static_cast<double>(r.others.count));
   report.add_lateness("others_lateness_", "others' lateness ", r.others);

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 namespace wheeltimer_bench {
 
@@ -21,9 +23,14 @@ ExecutorChoice make_executor(const CommonSettings& common) {
   if (common.executor == "inline") return {nullptr, "inline (indicator thread)"};
   if (common.executor == "pool") {
     const std::size_t threads = pool_threads(common);
-    return {std::make_shared<wheeltimer::CallerRunsPool>(threads, common.queue),
-            "CallerRunsPool(" + std::to_string(threads) + ", queue " +
-                std::to_string(common.queue) + ")"};
+    try {
+      return {std::make_shared<wheeltimer::CallerRunsPool>(threads, common.queue),
+              "CallerRunsPool(" + std::to_string(threads) + ", queue " +
+                  std::to_string(common.queue) + ")"};
+    } catch (const std::system_error& error) {
+      throw std::runtime_error("--threads " + std::to_string(threads) +
+                               ": could not start the pool's threads: " + error.what());
+    }
   }
 #if WHEELTIMER_HAS_TBB
   if (common.executor == "tbb") {

@@ -27,6 +27,7 @@ struct SlowResult {
   LatenessSummary slow;    // the blocking ones
   std::size_t early = 0;   // over all tasks
   std::size_t lost = 0;
+  std::size_t repeated = 0;
   std::size_t threads_seen = 0;  // threads that ran tasks
   double wall_s = 0, cpu_s = 0;
 };

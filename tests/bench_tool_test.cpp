@@ -1,0 +1,123 @@
+// wheeltimer-bench's own checks: bad flags are refused with the value named (never wrapped into
+// a number the user did not type), the order statistics rank exactly, a run with nothing to
+// measure says so instead of reporting 0, and a task that runs twice is counted, not written past
+// the log's end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tool/cli.hpp"
+#include "tool/lateness_log.hpp"
+#include "tool/stats.hpp"
+#include "tool/workloads.hpp"
+
+namespace wheeltimer_bench {
+namespace {
+
+struct Parsed {
+  ParseOutcome outcome;
+  std::string error;  // what the parser printed on stderr
+};
+
+Parsed parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "wheeltimer-bench");
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  testing::internal::CaptureStderr();
+  ParseOutcome outcome = parse_command_line(static_cast<int>(argv.size()), argv.data());
+  return {std::move(outcome), testing::internal::GetCapturedStderr()};
+}
+
+void expect_refused(const std::vector<std::string>& args, const std::string& named) {
+  const Parsed parsed = parse(args);
+  EXPECT_FALSE(parsed.outcome.command.has_value()) << args.back();
+  EXPECT_EQ(parsed.outcome.exit_code, 2) << args.back();
+  EXPECT_NE(parsed.error.find(named), std::string::npos) << parsed.error;
+}
+
+TEST(BenchCommandLine, RefusesValuesThatWouldOverflowOrAreNotNumbers) {
+  expect_refused({"fire", "--spread-ms", "inf"}, "not a finite number: inf");
+  expect_refused({"fire", "--spread-ms", "1e300"}, "got 1e300");
+  expect_refused({"slow", "--slow-fraction", "nan"}, "not a finite number: nan");
+  expect_refused({"slow", "--slow-fraction", "1.5"}, "got 1.5");
+  expect_refused({"idle", "--seconds", "1e12"}, "got 1e12");
+  expect_refused({"far", "--far-s", "9.3e9"}, "got 9.3e9");
+  expect_refused({"schedule", "--delay-s", "1e10"}, "got 1e10");
+  expect_refused({"fire", "--tick-us", "1e-9"}, "got 1e-9");
+  expect_refused({"fire", "--tick-us", "1e300"}, "got 1e300");
+  expect_refused({"--executor", "pool", "--threads", "4294967297"}, "got 4294967297");
+}
+
+TEST(BenchCommandLine, TheShowcaseRefusesFlagsItWouldIgnore) {
+  expect_refused({"--runs", "3"}, "--runs");
+  expect_refused({"showcase", "--executor", "pool"}, "--executor");
+  const Parsed parsed = parse({"--threads", "4", "--tick-us", "500"});
+  ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
+  EXPECT_EQ(parsed.outcome.command->workload, Workload::showcase);
+}
+
+TEST(BenchCommandLine, TakesTheLimitsItStates) {
+  const Parsed parsed = parse({"fire", "--tick-us", "0.001", "--spread-ms", "0", "--threads",
+                               "2147483647", "--timers", "10"});
+  ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
+  EXPECT_EQ(parsed.outcome.command->workload, Workload::fire);
+  EXPECT_EQ(parsed.outcome.command->common.threads, 2147483647u);
+  EXPECT_EQ(parsed.outcome.command->fire.timers, 10u);
+}
+
+TEST(BenchStats, PercentilesRankInWholeNumbers) {
+  // 1..1000: the nearest-rank p99.9 is the 999th sample, not the maximum.
+  std::vector<std::int64_t> samples(1000);
+  std::iota(samples.begin(), samples.end(), std::int64_t{1});
+  EXPECT_EQ(percentile(samples, 500), 500);
+  EXPECT_EQ(percentile(samples, 990), 990);
+  EXPECT_EQ(percentile(samples, 999), 999);
+  EXPECT_EQ(percentile(samples, 1000), 1000);
+  samples.resize(1'000'000);
+  std::iota(samples.begin(), samples.end(), std::int64_t{1});
+  EXPECT_EQ(percentile(samples, 999), 999'000);
+  EXPECT_EQ(percentile({7}, 500), 7);
+}
+
+TEST(BenchStats, NoSamplesIsNotAPerfectZero) {
+  const LatenessSummary none = summarize_lateness({});
+  EXPECT_EQ(none.count, 0u);
+  EXPECT_TRUE(std::isnan(none.p50_ms));
+  EXPECT_TRUE(std::isnan(none.p99_ms));
+  EXPECT_TRUE(std::isnan(none.max_ms));
+
+  const LatenessSummary some = summarize_lateness({-1'000'000, 2'000'000, 3'000'000});
+  EXPECT_EQ(some.count, 3u);
+  EXPECT_EQ(some.early, 1u);
+  EXPECT_DOUBLE_EQ(some.p50_ms, 2.0);
+  EXPECT_DOUBLE_EQ(some.max_ms, 3.0);
+
+  EXPECT_DOUBLE_EQ(median({3, std::nan(""), 1, 2}), 2.0);
+  EXPECT_TRUE(std::isnan(median({std::nan("")})));
+}
+
+TEST(BenchWorkloads, RefuseRunsWithNothingToMeasure) {
+  CommonSettings common;
+  SlowSettings all_slow{.timers = 20, .spread_ms = 10, .slow_fraction = 1, .slow_ms = 1};
+  EXPECT_THROW(measure_slow(common, all_slow, {}), std::invalid_argument);
+  ScheduleSettings idle_producers{.timers = 3, .producers = 4};
+  EXPECT_THROW(run_schedule(common, idle_producers), std::invalid_argument);
+}
+
+TEST(BenchLatenessLog, ATaskThatRunsTwiceIsCountedNotWrittenPastTheEnd) {
+  LatenessLog log(1);
+  const auto deadline = wheeltimer::Clock::now();
+  log.record(0, deadline);
+  EXPECT_EQ(log.repeated(), 0u);
+  log.record(0, deadline);
+  EXPECT_EQ(log.repeated(), 1u);
+  EXPECT_EQ(log.samples().size(), 1u);
+}
+
+}  // namespace
+}  // namespace wheeltimer_bench
