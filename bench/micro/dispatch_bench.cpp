@@ -7,9 +7,8 @@
 // thread, rather than wall time until all ran, because wall time would also count the wait for
 // the next 1 ms tick (up to 1 ms per batch, 50 ns per task) and whatever else the noisy machine
 // runs. The window opens kWindowLead before the deadline (this thread sleeps, then spins up to
-// it, so it opens on time); an idle wheeltimer tick that falls inside it (one in five batches;
-// 10-25 us of CPU each on this machine) is counted too, a bias against wheeltimer of < 0.3 ns
-// per task on average.
+// it, so it opens on time); anything else the timer's thread does inside the window is counted
+// too.
 // Scheduling (and wheeltimer's move from its inbound queue into the wheel) is not counted.
 // Handles are dropped at once where the timer owns the task (wheeltimer, heap), so the task's
 // memory is freed on the timer's thread and counted; asio's steady_timer objects belong to the

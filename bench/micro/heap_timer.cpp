@@ -29,18 +29,24 @@ HeapTimer::~HeapTimer() {
   worker_.join();
 }
 
+void HeapTimer::purge_if_worth_it() {
+  if (queue_.size() >= kMinPurgeSize &&
+      canceled_in_queue_.load(std::memory_order_relaxed) > static_cast<std::int64_t>(queue_.size() / 2)) {
+    queue_.purge_canceled();
+    canceled_in_queue_.fetch_sub(static_cast<std::int64_t>(queue_.purged), std::memory_order_relaxed);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+  }
+}
+
 HeapTimer::Handle HeapTimer::schedule_at(std::function<void()> fn, Clock::time_point deadline) {
   auto job = std::make_shared<Job>(std::move(fn));
   bool earliest = false;
   {
     std::lock_guard lock(mutex_);
-    if (queue_.size() >= kMinPurgeSize &&
-        canceled_in_queue_.load(std::memory_order_relaxed) > static_cast<std::int64_t>(queue_.size() / 2)) {
-      queue_.purge_canceled();
-      canceled_in_queue_.fetch_sub(static_cast<std::int64_t>(queue_.purged), std::memory_order_relaxed);
-    }
+    purge_if_worth_it();
     earliest = queue_.empty() || deadline < queue_.top().deadline;
     queue_.push(Entry{deadline, job});
+    queued_.store(queue_.size(), std::memory_order_relaxed);
   }
   // Only a new earliest deadline changes how long the worker must sleep.
   if (earliest) wake_.notify_one();
@@ -50,7 +56,14 @@ HeapTimer::Handle HeapTimer::schedule_at(std::function<void()> fn, Clock::time_p
 bool HeapTimer::cancel(const Handle& job) noexcept {
   std::uint8_t expected = kWaiting;
   if (!job->state.compare_exchange_strong(expected, kCanceled, std::memory_order_acq_rel)) return false;
-  canceled_in_queue_.fetch_add(1, std::memory_order_relaxed);
+  const std::int64_t canceled = canceled_in_queue_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // A guess without the lock (the size may be stale): only a cancel that may cross the line takes
+  // the lock, and purge_if_worth_it() checks again under it.
+  const std::size_t size = queued_.load(std::memory_order_relaxed);
+  if (size >= kMinPurgeSize && canceled > static_cast<std::int64_t>(size / 2)) {
+    std::lock_guard lock(mutex_);
+    purge_if_worth_it();
+  }
   return true;
 }
 
@@ -69,6 +82,7 @@ void HeapTimer::run() {
     // top() is const; moving the handle out before pop() saves a reference-count round trip.
     Handle job = std::move(const_cast<Entry&>(queue_.top()).job);
     queue_.pop();
+    queued_.store(queue_.size(), std::memory_order_relaxed);
     lock.unlock();
     std::uint8_t expected = kWaiting;
     if (job->state.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel)) {

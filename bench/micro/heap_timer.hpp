@@ -5,9 +5,10 @@
 // Cancel is by handle: each job is a shared_ptr holding its callable and an atomic state, so
 // cancel() is one compare-and-swap (WAITING -> CANCELED) and returns true only for the call that
 // prevented the run, like TimerFuture::cancel(). The entry itself stays in the heap and is
-// dropped when it reaches the top. So that schedule+cancel churn with far deadlines cannot grow
-// the heap without bound, schedule() purges canceled entries once they are more than half of it
-// (amortised O(1) per cancel), as a careful hand-written timer would.
+// dropped when it reaches the top. So that canceled entries cannot pile up (a burst of cancels of
+// far timers, or schedule+cancel churn), schedule() and cancel() purge them once they are more
+// than half of the heap (amortised O(1) per cancel), as a careful hand-written timer would: the
+// cancel that crosses the line pays for the purge, so the cancel rows count it.
 //
 // Threads: schedule(), schedule_at() and cancel() from any thread; the callable runs on the worker.
 #pragma once
@@ -63,12 +64,15 @@ class HeapTimer {
   };
 
   void run();
+  // Drops the canceled entries if they are more than half of a heap big enough for it to matter.
+  void purge_if_worth_it();  // mutex_ held
 
   std::mutex mutex_;
   std::condition_variable wake_;
   Queue queue_;          // guarded by mutex_
   bool stopping_ = false;  // guarded by mutex_
   std::atomic<std::int64_t> canceled_in_queue_{0};
+  std::atomic<std::size_t> queued_{0};  // queue_.size() as of its last change, for cancel()
   std::thread worker_;
 };
 
