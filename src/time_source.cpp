@@ -12,8 +12,10 @@ bool SteadyTimeSource::sleep_until(Clock::time_point due) {
     // Both checked here, never trusted from the wait's result (spurious wake-ups).
     const Clock::time_point now = Clock::now();
     if (woken_ || now >= due) {
+      // Only a sleep that lasted until its time starts a new interval. A wake() means a task is
+      // due sooner than planned: counting it would hold back the sleep for that very task.
+      if (now >= due) last_end_ = now;
       woken_ = false;
-      last_end_ = now;
       return true;
     }
     if (due == Clock::time_point::max()) {

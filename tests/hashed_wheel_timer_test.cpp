@@ -862,6 +862,16 @@ TEST_F(HashedWheelTimerTest, TimerWithHourTickIsDestroyedPromptly) {
   EXPECT_LT(Clock::now() - begin, kLateBound) << "the destructor waited out the tick";
 }
 
+// A coarse tick must not make a lone task late by a tenth of it (six minutes for an hour): the
+// real clock coalesces its sleeps by at most 1 ms, and the wake-up that schedule() causes does not
+// start an interval.
+TEST_F(HashedWheelTimerTest, ACoarseTickDoesNotDelayALoneTask) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1h});
+  const TimerFuture done = timer.schedule([] {}, 10ms);
+  EXPECT_TRUE(done.wait_for(kLateBound)) << "a task due in 10 ms waited for a fraction of the tick";
+  EXPECT_EQ(done.state(), TaskState::finished);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Executors
 

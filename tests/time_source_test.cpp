@@ -2,14 +2,17 @@
 // time (never early, and never sooner than the coalescing interval after the last one), by wake(),
 // or by interrupt().
 #include <chrono>
+#include <future>
 
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
 #include "time_source.hpp"
 
 using namespace std::chrono_literals;
 using wheeltimer::Clock;
 using wheeltimer::detail::SteadyTimeSource;
+using wheeltimer::testing::kLateBound;
 
 namespace {
 
@@ -38,6 +41,23 @@ TEST(SteadyTimeSource, WakeEndsACoalescedSleep) {
   ASSERT_TRUE(source.sleep_until(Clock::now()));
   source.wake();  // a wake() before the call ends it at once; without it this waits an hour
   EXPECT_TRUE(source.sleep_until(Clock::now()));
+}
+
+// A wake() means a task is due sooner than planned: the sleep it ends must not hold back the sleep
+// for that task by another interval.
+TEST(SteadyTimeSource, AWokenSleepDoesNotPostponeTheNext) {
+  SteadyTimeSource source(std::chrono::hours(1));
+  source.wake();
+  ASSERT_TRUE(source.sleep_until(Clock::time_point::max()));  // ended by the wake()
+  const Clock::time_point due = Clock::now() + 1ms;
+  auto slept = std::async(std::launch::async, [&] { return source.sleep_until(due); });
+  if (slept.wait_for(kLateBound) != std::future_status::ready) {
+    source.interrupt();  // held back by the interval: end it so the test can fail
+    slept.wait();
+    FAIL() << "the sleep after a wake() waited out the coalescing interval";
+  }
+  EXPECT_TRUE(slept.get());
+  EXPECT_GE(Clock::now(), due);
 }
 
 TEST(SteadyTimeSource, InterruptEndsACoalescedSleep) {
