@@ -29,12 +29,12 @@ struct TimerOptions {
   // 0: unbounded; otherwise schedule()/adopt() beyond this many pending tasks throws Rejected.
   std::size_t max_pending = 0;
   // Where expired tasks run. Null: inline, on the indicator thread.
-  std::shared_ptr<Executor> executor;
+  std::shared_ptr<Executor> executor{};
   // Told of every exception a task throws, on the thread that ran it, before the task's future
   // turns FINISHED; with a pool executor that may be several threads at once. Also told, on the
   // indicator thread, when the executor's execute() throws (that task is then CANCELED). An
   // exception thrown by on_error itself is swallowed.
-  std::function<void(std::exception_ptr)> on_error;
+  std::function<void(std::exception_ptr)> on_error{};
   // The indicator thread's name (as `top -H` shows it), set before the constructor returns; cut
   // to the 15 bytes Linux keeps, never inside a UTF-8 character.
   std::string thread_name = "wheeltimer";
