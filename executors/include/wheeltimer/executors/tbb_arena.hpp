@@ -9,6 +9,11 @@
 // every task's effects happen before the destructor returns (mutex_).
 #pragma once
 
+#include <wheeltimer/config.hpp>
+#if !defined(WHEELTIMER_HAS_TBB)
+#error "this wheeltimer was built without oneTBB: TbbArenaExecutor is not in the library"
+#endif
+
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
