@@ -1,6 +1,8 @@
 #include "manual_clock.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace wheeltimer::detail {
 
@@ -90,6 +92,10 @@ class ManualClock::Source final : public TimeSource {
 };
 
 std::shared_ptr<ManualClock> ManualClock::create(Clock::time_point start) {
+  if (start.time_since_epoch() < Clock::duration::zero()) {
+    throw std::invalid_argument("ManualClock: start is before the clock's epoch, by " +
+                                std::to_string(-start.time_since_epoch().count()) + " ns");
+  }
   return std::shared_ptr<ManualClock>(new ManualClock(start));
 }
 
@@ -105,7 +111,7 @@ std::size_t ManualClock::wakeups() const {
 
 void ManualClock::advance(Clock::duration by) {
   std::unique_lock<std::mutex> lock(mutex_);
-  now_ = saturating_add(now_, by);
+  now_ = std::min(saturating_add(now_, by), Clock::time_point::max() - Clock::duration(1));
   for (Source* source : sources_) source->wake_if_due();
   changed_.notify_all();
   changed_.wait(lock, [this] { return busy_ == 0; });

@@ -22,11 +22,14 @@ namespace wheeltimer::detail {
 
 class ManualClock : public std::enable_shared_from_this<ManualClock> {
  public:
-  // The clock starts at `start`; by default far from both ends of Clock's range.
+  // The clock starts at `start`; by default far from both ends of Clock's range. A start before
+  // the clock's epoch, which steady_clock never reads, is std::invalid_argument.
   static std::shared_ptr<ManualClock> create(Clock::time_point start = Clock::time_point() +
                                                                        std::chrono::hours(24));
 
   Clock::time_point now() const;
+  // Moves the time on by `by`, saturating 1 ns short of Clock::time_point::max(): that value
+  // means "never", and a clock that read it would leave the wheel no tick to run to.
   void advance(Clock::duration by);
   // How many times the clock's indicators have woken up (by the time, or by wake()).
   std::size_t wakeups() const;

@@ -158,6 +158,17 @@ TEST_F(SaturatingDeadlineTest, CoarseIntegralUnitsNearTheEndOfTime) {
   EXPECT_EQ(saturating_deadline(std::chrono::duration<bool>(true), now_), now_ + 1s);
 }
 
+// A time point before the clock's epoch (steady_clock never reads one, but a caller may make one
+// up): max() - now would overflow, so it must not be computed.
+TEST_F(SaturatingDeadlineTest, BeforeTheEpochDoesNotOverflow) {
+  const Clock::time_point early = Clock::time_point(-1h);
+  EXPECT_EQ(saturating_deadline(10ms, early), early + 10ms);
+  EXPECT_EQ(saturating_deadline(std::chrono::duration<double, std::milli>(10), early),
+            early + 10ms);
+  EXPECT_EQ(saturating_deadline(std::chrono::hours::max(), early), kEnd);
+  EXPECT_EQ(saturating_deadline(-1s, early), early);
+}
+
 TEST_F(SaturatingDeadlineTest, DefaultNowIsTheCurrentTime) {
   const Clock::time_point before = Clock::now();
   const Clock::time_point deadline = saturating_deadline(10ms);
@@ -189,6 +200,13 @@ TEST_F(SaturatingAddTest, ZeroAndNegativeLimitsAreNow) {
 TEST_F(SaturatingAddTest, NormalLimitsAreExact) {
   EXPECT_EQ(saturating_add(now_, 5ms), now_ + 5ms);
   EXPECT_EQ(saturating_add(now_, 1ns), now_ + 1ns);
+}
+
+TEST_F(SaturatingAddTest, BeforeTheEpochDoesNotOverflow) {
+  const Clock::time_point early = Clock::time_point(-1h);
+  EXPECT_EQ(saturating_add(early, 10ms), early + 10ms);
+  EXPECT_EQ(saturating_add(early, Clock::duration::max()), kEnd);  // still "no limit"
+  EXPECT_EQ(saturating_add(Clock::time_point::min(), 1h), Clock::time_point::min() + 1h);
 }
 
 TEST_F(SaturatingAddTest, NearEndOfTimeSaturates) {

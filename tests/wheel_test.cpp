@@ -179,6 +179,28 @@ TEST_F(WheelTest, IdleTimerNeverWakesUp) {
   EXPECT_EQ(clock_->wakeups(), before);
 }
 
+// A jump to the end of time (as far as ManualClock goes: 1 ns short of max(), which means never)
+// runs what was due by then, keeps what is due never, and the indicator goes back to sleep (when
+// the clock could read max() itself, it had no tick to run to and never slept: advance() hung).
+TEST_F(WheelTest, AJumpToTheEndOfTimeRunsWhatIsDueAndKeepsNever) {
+  auto wheel = make_wheel(512);
+  const TimerFuture soon = schedule(*wheel, 1, start_ + 1h);
+  const TimerFuture never = schedule(*wheel, 2, Clock::time_point::max());
+  clock_->advance(Clock::duration::max());
+  EXPECT_EQ(clock_->now(), Clock::time_point::max() - 1ns);
+  EXPECT_EQ(soon.state(), TaskState::finished);
+  EXPECT_EQ(never.state(), TaskState::waiting);
+  const std::size_t wakeups = clock_->wakeups();
+  clock_->advance(Clock::duration::max());
+  EXPECT_EQ(clock_->wakeups(), wakeups) << "the indicator did not go back to sleep";
+  EXPECT_EQ(fired_ids(), std::vector<int>{1});
+}
+
+TEST(ManualClockTest, AStartBeforeTheEpochIsAnInvalidArgument) {
+  EXPECT_THROW(ManualClock::create(Clock::time_point(-1h)), std::invalid_argument);
+  EXPECT_NO_THROW(ManualClock::create(Clock::time_point()));
+}
+
 // Timers an hour out cost no wake-ups while the clock runs a second: the indicator sleeps until
 // the next event of the wheel (here a cascade many minutes away), not tick by tick. Reaching the
 // hour takes one wake-up per level the tasks cascade through, plus one to fire them.

@@ -28,7 +28,10 @@ Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
     if (std::isnan(delay.count())) throw std::invalid_argument("wheeltimer: delay is NaN");
   }
   if (delay <= delay.zero()) return now;
-  const auto headroom = Clock::time_point::max() - now;
+  // Before the clock's epoch (a time point made up, never a reading), any duration fits.
+  const auto headroom = now.time_since_epoch() < Clock::duration::zero()
+                            ? Clock::duration::max()
+                            : Clock::time_point::max() - now;
   if constexpr (std::is_integral_v<Rep> && sizeof(Rep) <= sizeof(std::intmax_t) &&
                 std::ratio_divide<Period, Clock::period>::den == 1) {
     // Whole nanoseconds (ns, us, ms, s, min, h...): exact in integers, and a few ns cheaper than
@@ -56,7 +59,12 @@ Clock::time_point saturating_deadline(std::chrono::duration<Rep, Period> delay,
 // means "no limit".
 inline Clock::time_point saturating_add(Clock::time_point now, Clock::duration limit) noexcept {
   if (limit <= Clock::duration::zero()) return now;
-  if (limit >= Clock::time_point::max() - now) return Clock::time_point::max();
+  // No limit, or one past the end of time. (Before the clock's epoch, a time point made up, never
+  // a reading, max() - now would overflow, and any other limit fits.)
+  if (limit == Clock::duration::max() ||
+      (now.time_since_epoch() >= Clock::duration::zero() && limit >= Clock::time_point::max() - now)) {
+    return Clock::time_point::max();
+  }
   return now + limit;
 }
 
