@@ -64,9 +64,9 @@ std::string sizing_flags(const Command& command) {
     case Workload::idle:
       break;
   }
-  if (command.common.executor == "pool") {
-    flags += (flags.empty() ? "" : ", ") + std::string("--queue ") +
-             to_string(command.common.queue);
+  if (command.common.executor != "inline") {
+    flags += (flags.empty() ? "" : ", ") + std::string("--threads ") +
+             to_string(command.common.threads);
   }
   return flags.empty() ? "" : " (" + flags + ")";
 }
@@ -104,6 +104,10 @@ int main(int argc, char** argv) {
   try {
     return wheeltimer_bench::run(*parsed.command);
   } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
+                 wheeltimer_bench::sizing_flags(*parsed.command).c_str());
+    return 2;
+  } catch (const std::length_error&) {  // a vector asked for more than it can ever hold
     std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
                  wheeltimer_bench::sizing_flags(*parsed.command).c_str());
     return 2;

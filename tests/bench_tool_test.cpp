@@ -1,9 +1,11 @@
 // wheeltimer-bench's own checks: bad flags are refused with the value named (never wrapped into
 // a number the user did not type), the order statistics rank exactly, a run with nothing to
-// measure says so instead of reporting 0, and a task that runs twice is counted, not written past
-// the log's end.
+// measure says so instead of reporting 0, far's window lasts its --seconds, a producer thread's
+// exception reaches the caller, and a task that runs twice is counted, not written past the log's
+// end.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -13,6 +15,7 @@
 
 #include "tool/cli.hpp"
 #include "tool/lateness_log.hpp"
+#include "tool/phases.hpp"
 #include "tool/stats.hpp"
 #include "tool/workloads.hpp"
 
@@ -107,6 +110,32 @@ TEST(BenchWorkloads, RefuseRunsWithNothingToMeasure) {
   EXPECT_THROW(measure_slow(common, all_slow, {}), std::invalid_argument);
   ScheduleSettings idle_producers{.timers = 3, .producers = 4};
   EXPECT_THROW(run_schedule(common, idle_producers), std::invalid_argument);
+}
+
+TEST(BenchWorkloads, FarMeasuresAWindowOfExactlyItsSeconds) {
+  // One near timer a second over 0.2 s: the window used to end with the last schedule, at once.
+  const Report report = run_far(CommonSettings{}, FarSettings{.far = 0, .seconds = 0.2,
+                                                              .near_rate = 1, .near_ms = 1},
+                                {});
+  double window = 0;
+  for (const Metric& metric : report.metrics) {
+    if (metric.key == "window_s") window = metric.value;
+  }
+  EXPECT_GE(window, 0.2);
+  EXPECT_EQ(report.lost, 0u);
+}
+
+TEST(BenchPhases, AThrowingProducerIsRethrownAfterAllAreJoined) {
+  std::atomic<int> finished{0};
+  EXPECT_THROW(run_phase(4, 8,
+                         [&](std::size_t begin, std::size_t) {
+                           if (begin == 2) throw std::runtime_error("producer failed");
+                           finished.fetch_add(1);
+                         }),
+               std::runtime_error);
+  EXPECT_EQ(finished.load(), 3);  // the others ran to the end and were joined
+  const PhaseTiming timing = run_phase(2, 4, [](std::size_t, std::size_t) {});
+  EXPECT_GT(timing.calls_per_s, 0);
 }
 
 TEST(BenchLatenessLog, ATaskThatRunsTwiceIsCountedNotWrittenPastTheEnd) {

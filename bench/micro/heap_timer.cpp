@@ -30,10 +30,11 @@ HeapTimer::~HeapTimer() {
 }
 
 void HeapTimer::purge_if_worth_it() {
-  if (queue_.size() >= kMinPurgeSize &&
-      canceled_in_queue_.load(std::memory_order_relaxed) > static_cast<std::int64_t>(queue_.size() / 2)) {
+  const auto half = static_cast<std::int64_t>(queue_.size() / 2);
+  if (queue_.size() >= kMinPurgeSize && canceled_in_queue_.load(std::memory_order_relaxed) > half) {
     queue_.purge_canceled();
-    canceled_in_queue_.fetch_sub(static_cast<std::int64_t>(queue_.purged), std::memory_order_relaxed);
+    const auto purged = static_cast<std::int64_t>(queue_.purged);
+    canceled_in_queue_.fetch_sub(purged, std::memory_order_relaxed);
     queued_.store(queue_.size(), std::memory_order_relaxed);
   }
 }

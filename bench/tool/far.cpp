@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 
 #include <wheeltimer/wheeltimer.hpp>
@@ -19,11 +20,18 @@ namespace wheeltimer_bench {
 
 using wheeltimer::Clock;
 
+namespace {
+constexpr double kMaxNearTimers = 1e15;  // as for every count flag; it fits in std::size_t
+}  // namespace
+
 Report run_far(const CommonSettings& common, const FarSettings& far, const ProgressFn& progress) {
-  const auto tick = tick_of(common);
   // One rotation's worth of spread puts far timers in every slot of the wheel.
-  const auto far_delays =
-      uniform_delays(far.far, tick * static_cast<Clock::rep>(common.wheel), common.seed);
+  const auto far_delays = uniform_delays(far.far, rotation_of(common), common.seed);
+  if (far.near_rate * far.seconds > kMaxNearTimers) {
+    throw std::invalid_argument("--near-rate " + shortest(far.near_rate) + " with --seconds " +
+                                shortest(far.seconds) + " asks for more than " +
+                                shortest(kMaxNearTimers) + " near timers");
+  }
   const auto near_count = static_cast<std::size_t>(std::ceil(far.near_rate * far.seconds));
   const auto near_delays = uniform_delays(near_count, from_ms(far.near_ms), common.seed + 1);
   LatenessLog log(near_count);
@@ -40,11 +48,9 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
       timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
                      far_base + delay);
     }
-    // Every 16,384th schedule() wakes the indicator to move new timers into the wheel, 4,096 at
-    // most per round: give it time to take them all in before the window opens.
-    const auto per_round = std::size_t{4'096};
-    std::this_thread::sleep_for(std::chrono::milliseconds(300) +
-                                2 * tick * static_cast<Clock::rep>(far.far / per_round + 1));
+    // Every 16,384th schedule() wakes the indicator to move new timers into the wheel: give it
+    // time to take them all in before the window opens.
+    std::this_thread::sleep_for(intake_time(common, far.far));
     resident = resident_bytes();
 
     // The near stream: paced by the millisecond, catching up if a sleep overran, over a window
@@ -52,7 +58,8 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
     begin = Usage::now();
     const auto window_end = begin.wall + from_s(far.seconds);
     std::size_t next = 0;
-    for (auto step = begin.wall;; step = std::min(step + std::chrono::milliseconds(1), window_end)) {
+    constexpr auto kStep = std::chrono::milliseconds(1);
+    for (auto step = begin.wall;; step = std::min(step + kStep, window_end)) {
       std::this_thread::sleep_until(step);
       const bool last = step == window_end;
       const double elapsed = std::chrono::duration<double>(Clock::now() - begin.wall).count();

@@ -50,8 +50,9 @@ class LatenessLog {
 
   std::size_t size() const noexcept { return entries_.size(); }
   std::size_t finished() const noexcept { return finished_.load(std::memory_order_relaxed); }
-  // Starts beyond one per task: a task that ran twice (the timer promises none). Its entry is not
-  // written, and it makes wait() return before some other task has run.
+  // Starts beyond one per task: a task that ran twice (the timer promises none). The last starts'
+  // entries are dropped (samples() may hold the repeated index), and wait() may return before
+  // some other task has run.
   std::size_t repeated() const noexcept {
     const std::size_t started = started_.load(std::memory_order_relaxed);
     return started > entries_.size() ? started - entries_.size() : 0;

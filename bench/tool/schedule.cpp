@@ -3,17 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
-#include <functional>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include <wheeltimer/wheeltimer.hpp>
 
 #include "delays.hpp"
+#include "phases.hpp"
 #include "timer_setup.hpp"
 #include "usage.hpp"
 #include "workloads.hpp"
@@ -21,68 +19,6 @@
 namespace wheeltimer_bench {
 
 using wheeltimer::Clock;
-
-namespace {
-
-struct PhaseTiming {
-  double ns_per_call = 0;  // mean over the threads of (a thread's time / its calls)
-  double calls_per_s = 0;  // all threads together: calls / (first start to last end)
-};
-
-// Runs body(begin, end) on `threads` threads over [0, count) split in contiguous shares, all
-// released at once, and times each thread. What a thread throws is rethrown here once all have
-// been joined; so is a failure to start one, after the others have been let go unused.
-PhaseTiming run_phase(std::size_t threads, std::size_t count,
-                      const std::function<void(std::size_t, std::size_t)>& body) {
-  std::vector<Clock::time_point> started(threads), ended(threads);
-  std::vector<std::exception_ptr> errors(threads);
-  std::atomic<std::size_t> ready{0};
-  std::atomic<bool> go{false}, abandon{false};
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  try {
-    for (std::size_t t = 0; t < threads; ++t) {
-      workers.emplace_back([&, t] {
-        const std::size_t begin = count * t / threads, end = count * (t + 1) / threads;
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        if (abandon.load(std::memory_order_relaxed)) return;
-        try {
-          started[t] = Clock::now();
-          body(begin, end);
-          ended[t] = Clock::now();
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-    }
-  } catch (const std::system_error& error) {
-    abandon.store(true, std::memory_order_relaxed);
-    go.store(true, std::memory_order_release);
-    for (auto& worker : workers) worker.join();
-    throw std::runtime_error("--producers " + std::to_string(threads) + ": could not start thread " +
-                             std::to_string(workers.size() + 1) + ": " + error.what());
-  }
-  while (ready.load() < threads) std::this_thread::yield();
-  go.store(true, std::memory_order_release);
-  for (auto& worker : workers) worker.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
-
-  PhaseTiming timing;
-  for (std::size_t t = 0; t < threads; ++t) {
-    const double calls = static_cast<double>(count * (t + 1) / threads - count * t / threads);
-    const double ns = std::chrono::duration<double, std::nano>(ended[t] - started[t]).count();
-    timing.ns_per_call += ns / calls / static_cast<double>(threads);
-  }
-  const auto wall = *std::max_element(ended.begin(), ended.end()) -
-                    *std::min_element(started.begin(), started.end());
-  timing.calls_per_s = static_cast<double>(count) / std::chrono::duration<double>(wall).count();
-  return timing;
-}
-
-}  // namespace
 
 Report run_schedule(const CommonSettings& common, const ScheduleSettings& settings) {
   const std::size_t count = settings.timers;
@@ -95,6 +31,10 @@ Report run_schedule(const CommonSettings& common, const ScheduleSettings& settin
   const ExecutorChoice choice = make_executor(common);
   const auto tick = tick_of(common);
   const auto base = from_s(settings.delay_s);
+  if (rotation_of(common) > Clock::duration::max() - base) {
+    throw std::invalid_argument("--delay-s " + shortest(settings.delay_s) +
+                                " and a rotation of the wheel would not fit in 64-bit nanoseconds");
+  }
   std::atomic<std::size_t> fired{0};
   // Allocated and written before the baseline, so the futures' own 8 bytes each are not counted.
   std::vector<wheeltimer::TimerFuture> futures(count);
@@ -103,8 +43,7 @@ Report run_schedule(const CommonSettings& common, const ScheduleSettings& settin
   const std::size_t wheel = timer.wheel_size();
   // Time for the indicator to move what was scheduled into the wheel (every 16,384th schedule
   // wakes it), or to free what was canceled, before memory is read.
-  const auto settle =
-      std::chrono::milliseconds(300) + 2 * tick * static_cast<Clock::rep>(count / 100'000 + 1);
+  const auto settle = intake_time(common, count);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   trim_heap();
   const std::size_t resident_before = resident_bytes();

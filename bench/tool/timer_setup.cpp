@@ -1,9 +1,13 @@
 #include "timer_setup.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+
+#include "report.hpp"
 
 namespace wheeltimer_bench {
 
@@ -47,6 +51,24 @@ ExecutorChoice make_executor(const CommonSettings& common) {
 wheeltimer::Clock::duration tick_of(const CommonSettings& common) {
   return std::chrono::ceil<wheeltimer::Clock::duration>(
       std::chrono::duration<double, std::micro>(common.tick_us));
+}
+
+std::chrono::duration<double> intake_time(const CommonSettings& common, std::size_t timers) {
+  const std::chrono::duration<double> tick = tick_of(common);
+  const auto rounds = static_cast<double>(timers / 4'096 + 1);
+  return std::min(std::chrono::duration<double>(0.3) + 2.0 * tick * rounds,
+                  std::chrono::duration<double>(10));
+}
+
+wheeltimer::Clock::duration rotation_of(const CommonSettings& common) {
+  const auto tick = tick_of(common);
+  const auto slots = static_cast<wheeltimer::Clock::rep>(std::bit_ceil(common.wheel));
+  if (tick.count() > wheeltimer::Clock::duration::max().count() / slots) {
+    throw std::invalid_argument("--tick-us " + shortest(common.tick_us) + " with --wheel " +
+                                std::to_string(common.wheel) +
+                                ": a rotation of the wheel would not fit in 64-bit nanoseconds");
+  }
+  return tick * slots;
 }
 
 wheeltimer::TimerOptions timer_options(const CommonSettings& common,

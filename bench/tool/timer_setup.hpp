@@ -2,6 +2,8 @@
 // per run, so no run inherits another's threads or queue) and the TimerOptions.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -28,5 +30,14 @@ wheeltimer::TimerOptions timer_options(const CommonSettings& common,
                                        std::shared_ptr<wheeltimer::Executor> executor);
 
 wheeltimer::Clock::duration tick_of(const CommonSettings& common);
+
+// How long to give the indicator to take `timers` new timers into the wheel (or to free as many
+// canceled ones) before memory or CPU is read: 300 ms, and two ticks for each 4,096 (the most it
+// takes in a round), at most 10 s.
+std::chrono::duration<double> intake_time(const CommonSettings& common, std::size_t timers);
+
+// One rotation of level 0: the tick times the wheel's slots (--wheel rounded up to a power of two).
+// std::invalid_argument naming both flags if it does not fit in the clock's 64-bit nanoseconds.
+wheeltimer::Clock::duration rotation_of(const CommonSettings& common);
 
 }  // namespace wheeltimer_bench
