@@ -92,9 +92,11 @@ class ManualClock::Source final : public TimeSource {
 };
 
 std::shared_ptr<ManualClock> ManualClock::create(Clock::time_point start) {
-  if (start.time_since_epoch() < Clock::duration::zero()) {
-    throw std::invalid_argument("ManualClock: start is before the clock's epoch, by " +
-                                std::to_string(-start.time_since_epoch().count()) + " ns");
+  if (start.time_since_epoch() < Clock::duration::zero() ||
+      start > Clock::time_point::max() - Clock::duration(1)) {
+    throw std::invalid_argument(
+        "ManualClock: start must be in [the clock's epoch, max() - 1 ns], got " +
+        std::to_string(start.time_since_epoch().count()) + " ns");
   }
   return std::shared_ptr<ManualClock>(new ManualClock(start));
 }

@@ -23,7 +23,8 @@ namespace wheeltimer::detail {
 class ManualClock : public std::enable_shared_from_this<ManualClock> {
  public:
   // The clock starts at `start`; by default far from both ends of Clock's range. A start before
-  // the clock's epoch, which steady_clock never reads, is std::invalid_argument.
+  // the clock's epoch (steady_clock never reads one) or at max() ("never") is
+  // std::invalid_argument.
   static std::shared_ptr<ManualClock> create(Clock::time_point start = Clock::time_point() +
                                                                        std::chrono::hours(24));
 

@@ -1,8 +1,9 @@
 // Tests for SteadyTimeSource, the real clock a timer's indicator sleeps on: its sleeps end by the
-// time (never early, and never sooner than the coalescing interval after the last one), by wake(),
-// or by interrupt().
+// time (never early, and never sooner than the coalescing interval after the last one that ended by
+// the time), by wake(), or by interrupt().
 #include <chrono>
 #include <future>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -58,6 +59,26 @@ TEST(SteadyTimeSource, AWokenSleepDoesNotPostponeTheNext) {
   }
   EXPECT_TRUE(slept.get());
   EXPECT_GE(Clock::now(), due);
+}
+
+// ...but the interval from the last sleep that did run to its time still holds, and a sleep that
+// ran to its time while a wake() was pending counts as one.
+TEST(SteadyTimeSource, AWokenSleepKeepsTheIntervalOfTheLastTimedOne) {
+  constexpr auto kCoalescing = 50ms;
+  SteadyTimeSource source(kCoalescing);
+  const Clock::time_point before = Clock::now();
+  ASSERT_TRUE(source.sleep_until(before));  // by the time: the interval starts at its end
+  source.wake();
+  ASSERT_TRUE(source.sleep_until(Clock::time_point::max()));  // by the wake()
+  ASSERT_TRUE(source.sleep_until(Clock::now()));
+  EXPECT_GE(Clock::now() - before, kCoalescing) << "the interval was lost with the wake()";
+
+  source.wake();
+  std::this_thread::sleep_for(kCoalescing);  // time passing, not a wait: the interval is over
+  const Clock::time_point third = Clock::now();
+  ASSERT_TRUE(source.sleep_until(third));  // woken, and due too: it counts as by the time
+  ASSERT_TRUE(source.sleep_until(Clock::now()));
+  EXPECT_GE(Clock::now() - third, kCoalescing) << "a sleep due by its end did not count";
 }
 
 TEST(SteadyTimeSource, InterruptEndsACoalescedSleep) {

@@ -196,9 +196,12 @@ TEST_F(WheelTest, AJumpToTheEndOfTimeRunsWhatIsDueAndKeepsNever) {
   EXPECT_EQ(fired_ids(), std::vector<int>{1});
 }
 
-TEST(ManualClockTest, AStartBeforeTheEpochIsAnInvalidArgument) {
+TEST(ManualClockTest, AStartOutsideTheClocksReadingsIsAnInvalidArgument) {
   EXPECT_THROW(ManualClock::create(Clock::time_point(-1h)), std::invalid_argument);
+  EXPECT_THROW(ManualClock::create(Clock::time_point::min()), std::invalid_argument);
+  EXPECT_THROW(ManualClock::create(Clock::time_point::max()), std::invalid_argument);
   EXPECT_NO_THROW(ManualClock::create(Clock::time_point()));
+  EXPECT_NO_THROW(ManualClock::create(Clock::time_point::max() - 1ns));
 }
 
 // Timers an hour out cost no wake-ups while the clock runs a second: the indicator sleeps until

@@ -61,8 +61,9 @@ inline Clock::time_point saturating_add(Clock::time_point now, Clock::duration l
   if (limit <= Clock::duration::zero()) return now;
   // No limit, or one past the end of time. (Before the clock's epoch, a time point made up, never
   // a reading, max() - now would overflow, and any other limit fits.)
+  const bool before_epoch = now.time_since_epoch() < Clock::duration::zero();
   if (limit == Clock::duration::max() ||
-      (now.time_since_epoch() >= Clock::duration::zero() && limit >= Clock::time_point::max() - now)) {
+      (!before_epoch && limit >= Clock::time_point::max() - now)) {
     return Clock::time_point::max();
   }
   return now + limit;
