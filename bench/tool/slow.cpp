@@ -82,9 +82,11 @@ SlowResult measure_slow(const CommonSettings& common, const SlowSettings& slow,
           },
           deadline);
     }
-    // Worst case, every slow task runs after the other: allow for that, and then some.
-    const auto give_up = Clock::now() + spread + block * static_cast<Clock::rep>(slow_tasks) +
-                         std::chrono::seconds(60);
+    // Worst case, every slow task runs after the other: allow for that, and then some. In
+    // floating point and saturated: --slow-ms times the slow tasks may pass 64-bit nanoseconds.
+    using Seconds = std::chrono::duration<double>;
+    const auto give_up = wheeltimer::saturating_deadline(
+        Seconds(spread) + Seconds(block) * static_cast<double>(slow_tasks) + Seconds(60));
     all_ran = log.wait(give_up, progress);
     end = Usage::now();
   }
