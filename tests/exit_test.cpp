@@ -9,13 +9,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include <wheeltimer/wheeltimer.hpp>
+
+#include "test_support.hpp"
 
 namespace {
 
@@ -23,15 +23,6 @@ using namespace std::chrono_literals;
 
 // Reachable from a global, so LeakSanitizer does not count the timer kept on purpose.
 wheeltimer::HashedWheelTimer* kept_timer = nullptr;
-
-// Whether thread `tid` of this process sleeps in the kernel (its state in /proc is S).
-bool sleeping(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const std::size_t name_end = line.rfind(')');  // the state follows the name, which may hold ')'
-  return name_end != std::string::npos && line.compare(name_end, 3, ") S") == 0;
-}
 
 [[noreturn]] void exit_while_a_thread_waits() {
   kept_timer = new wheeltimer::HashedWheelTimer();
@@ -43,7 +34,7 @@ bool sleeping(pid_t tid) {
     never.wait();
   }).detach();
   // Until the waiter sleeps: blocked on its condition variable, the one place it can sleep.
-  while (waiter.load() == 0 || !sleeping(waiter.load())) std::this_thread::yield();
+  while (waiter.load() == 0 || !wheeltimer::testing::thread_sleeps(waiter.load())) std::this_thread::yield();
   std::exit(0);
 }
 

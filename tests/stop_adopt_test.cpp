@@ -32,6 +32,8 @@ using namespace std::chrono_literals;
 using testing::kLateBound;
 using testing::FutureSlot;
 using testing::Gate;
+using testing::HeldPool;
+using testing::SleepingWaiter;
 using testing::kMustHappen;
 
 // A capture whose destruction is recorded (moved-from shells record nothing).
@@ -638,11 +640,9 @@ TEST_F(PendingTaskTest, DroppingUnrunTaskCancelsAndWakesWaiter) {
   auto task = std::make_unique<PendingTask>(hand_back([probe = DestroyFlag(destroyed)] {}));
   TimerFuture future = task->future();
   EXPECT_FALSE(destroyed->load());  // stop() hands it back whole
-  std::atomic<bool> woke{false};
-  std::thread waiter([&, copy = future] { woke.store(copy.wait_for(kMustHappen)); });
+  SleepingWaiter waiter(future);  // asleep on the task: dropping it must wake the waiter
   task.reset();
-  waiter.join();
-  EXPECT_TRUE(woke.load());
+  EXPECT_TRUE(waiter.woke());
   EXPECT_EQ(future.state(), TaskState::canceled);
   EXPECT_TRUE(destroyed->load()) << "captures outlived their PendingTask";
 }
@@ -675,7 +675,8 @@ TEST_F(StopAdoptTest, AdoptRunsAtOriginalDeadlineKeepingTheFuture) {
   };
   auto seen = std::make_shared<Seen>();
   const auto deadline = Clock::now() + 150ms;
-  HashedWheelTimer origin(fast_options());
+  HeldPool held;  // if the deadline passes before stop(), the task waits there, unstarted
+  HashedWheelTimer origin(TimerOptions{.tick = 1ms, .executor = held.pool()});
   TimerFuture original = origin.schedule_at(
       [seen] {
         seen->start = Clock::now();
@@ -700,7 +701,8 @@ TEST_F(StopAdoptTest, AdoptRunsAtOriginalDeadlineKeepingTheFuture) {
 
 TEST_F(StopAdoptTest, AdoptOfOverdueTaskRunsSoon) {
   auto ran = std::make_shared<std::atomic<bool>>(false);
-  HashedWheelTimer origin(TimerOptions{.tick = 1h});  // its first tick is an hour away
+  HeldPool held;  // the task waits there, unstarted, however late stop() comes
+  HashedWheelTimer origin(TimerOptions{.tick = 1ms, .executor = held.pool()});
   const auto deadline = Clock::now() + 20ms;
   TimerFuture original = origin.schedule_at([ran] { ran->store(true); }, deadline);
   std::vector<PendingTask> handed = origin.stop();

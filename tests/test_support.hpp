@@ -5,13 +5,19 @@
 // generous on purpose. Nothing here sleeps to wait for an event that can be waited on.
 #pragma once
 
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +58,74 @@ class Gate {
  private:
   std::promise<void> promise_;
   std::shared_future<void> opened_ = promise_.get_future().share();
+};
+
+// A one-thread CallerRunsPool whose thread a job holds until release() (or destruction): what a
+// timer hands it stays queued and WAITING, so the timer's stop() hands it back however late that
+// comes, instead of racing the task's deadline.
+class HeldPool {
+ public:
+  HeldPool() {
+    pool_->execute([gate = gate_] { gate->wait(); });
+  }
+  ~HeldPool() { release(); }
+  HeldPool(const HeldPool&) = delete;
+  HeldPool& operator=(const HeldPool&) = delete;
+
+  const std::shared_ptr<CallerRunsPool>& pool() const { return pool_; }
+  void release() {
+    if (!gate_->is_open()) gate_->open();
+  }
+
+ private:
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::shared_ptr<CallerRunsPool> pool_ = std::make_shared<CallerRunsPool>(1, 64);
+};
+
+// Whether thread `tid` of this process sleeps in the kernel (its state in /proc is S).
+inline bool thread_sleeps(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const std::size_t name_end = line.rfind(')');  // the state follows the name, which may hold ')'
+  return name_end != std::string::npos && line.compare(name_end, 3, ") S") == 0;
+}
+
+// A thread blocked in future.wait_for(kMustHappen). The constructor returns only once the thread
+// sleeps in the kernel (or its wait is over), so what the test does next finds a waiter to wake,
+// not one still on its way to the wait. woke() joins it and tells whether the wait saw the task
+// settle within kLateBound: a wait that ran to its limit also finds the task settled, but only
+// because it looks again then, so that does not count as woken.
+class SleepingWaiter {
+ public:
+  explicit SleepingWaiter(TimerFuture future)
+      : thread_([this, future] {
+          tid_.store(gettid());
+          const auto begin = std::chrono::steady_clock::now();
+          const bool settled = future.wait_for(kMustHappen);
+          woke_ = settled && std::chrono::steady_clock::now() - begin < kLateBound;
+          done_.store(true);
+        }) {
+    while (!done_.load() && (tid_.load() == 0 || !thread_sleeps(tid_.load()))) {
+      std::this_thread::yield();
+    }
+  }
+  ~SleepingWaiter() {
+    if (thread_.joinable()) thread_.join();
+  }
+  SleepingWaiter(const SleepingWaiter&) = delete;
+  SleepingWaiter& operator=(const SleepingWaiter&) = delete;
+
+  bool woke() {
+    thread_.join();
+    return woke_;
+  }
+
+ private:
+  std::atomic<pid_t> tid_{0};
+  std::atomic<bool> done_{false};
+  bool woke_ = false;  // written by the thread before it ends; read after join()
+  std::thread thread_;  // last: it starts once the fields above exist
 };
 
 // Where a task (or its captures, or on_error) finds its own future. The test stores the future

@@ -33,6 +33,7 @@ using namespace std::chrono_literals;
 using testing::FutureSlot;
 using testing::Gate;
 using testing::kMustHappen;
+using testing::SleepingWaiter;
 
 constexpr int kNotRecorded = -1;
 
@@ -416,12 +417,9 @@ TEST_F(TimerFutureTest, UnlimitedWaitsInAnyUnitDoNotOverflow) {
 TEST_F(TimerFutureTest, WaitWakesOnCancelFromAnotherThread) {
   HashedWheelTimer timer(fast_options());
   TimerFuture far = timer.schedule([] {}, 1h);
-  std::atomic<bool> woke{false};
-  std::thread waiter([&, copy = far] { woke.store(copy.wait_for(kMustHappen)); });
-  // The waiter may or may not be blocked yet; either way it must see CANCELED.
+  SleepingWaiter waiter(far);  // asleep on the task: the cancel must wake it
   EXPECT_TRUE(far.cancel());
-  waiter.join();
-  EXPECT_TRUE(woke.load());
+  EXPECT_TRUE(waiter.woke());
 }
 
 // Captures are destroyed right after the task runs, before its future turns FINISHED.
