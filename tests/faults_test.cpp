@@ -159,6 +159,40 @@ TEST_F(FaultsTest, StopFromAnExecutorsExecuteOnTheIndicatorIsALogicError) {
   EXPECT_EQ(second.state(), TaskState::finished);
 }
 
+// on_error runs on the thread that ran the task, still inside that task's run: stop() from it would
+// wait for the task that called it. It is std::logic_error there too, with the task run inline on
+// the indicator and on a pool's thread, and the timer keeps running.
+TEST_F(FaultsTest, StopFromOnErrorIsALogicError) {
+  for (const bool on_a_pool : {false, true}) {
+    SCOPED_TRACE(on_a_pool ? "CallerRunsPool" : "inline");
+    auto outcome = std::make_shared<std::promise<std::string>>();
+    HashedWheelTimer* stopping = nullptr;
+    TimerOptions options;
+    if (on_a_pool) options.executor = std::make_shared<CallerRunsPool>(1, 16);
+    options.on_error = [&stopping, outcome](std::exception_ptr) {
+      try {
+        stopping->stop();
+        outcome->set_value("returned");
+      } catch (const std::logic_error&) {
+        outcome->set_value("logic_error");
+      } catch (...) {
+        outcome->set_value("another exception");
+      }
+    };
+    HashedWheelTimer timer(std::move(options));
+    stopping = &timer;
+    TimerFuture failing = timer.schedule([] { throw std::runtime_error("task failed"); }, 0ms);
+    auto result = outcome->get_future();
+    ASSERT_EQ(result.wait_for(kMustHappen), std::future_status::ready);
+    EXPECT_EQ(result.get(), "logic_error");
+    ASSERT_TRUE(failing.wait_for(kMustHappen));
+    EXPECT_EQ(failing.state(), TaskState::finished);
+    TimerFuture next = timer.schedule([] {}, 1ms);
+    ASSERT_TRUE(next.wait_for(kMustHappen));
+    EXPECT_EQ(next.state(), TaskState::finished);
+  }
+}
+
 TEST_F(FaultsTest, BadAllocInsideScheduleLeavesNothingHalfInserted) {
   HashedWheelTimer timer;
   auto far = timer.schedule([] {}, 1h);

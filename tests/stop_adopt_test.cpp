@@ -781,8 +781,10 @@ TEST_F(StopAdoptTest, AdoptOfCanceledTaskStillThrowsStoppedOrRejected) {
 
 TEST_F(StopAdoptTest, AdoptIntoStoppedTimerThrowsStoppedAndCancels) {
   auto ran = std::make_shared<std::atomic<bool>>(false);
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
   HashedWheelTimer origin(fast_options());
-  TimerFuture original = origin.schedule([ran] { ran->store(true); }, 1h);
+  TimerFuture original =
+      origin.schedule([ran, probe = DestroyFlag(destroyed)] { ran->store(true); }, 1h);
   std::vector<PendingTask> handed = origin.stop();
   ASSERT_EQ(handed.size(), 1u);
 
@@ -791,13 +793,15 @@ TEST_F(StopAdoptTest, AdoptIntoStoppedTimerThrowsStoppedAndCancels) {
   EXPECT_THROW(target.adopt(std::move(handed[0])), Stopped);
   EXPECT_EQ(original.state(), TaskState::canceled);
   EXPECT_TRUE(original.wait_for(0s));
+  EXPECT_TRUE(destroyed->load()) << "a refused task's captures outlived the refusal";
   EXPECT_EQ(target.pending(), 0u);
   EXPECT_FALSE(ran->load());
 }
 
 TEST_F(StopAdoptTest, AdoptIntoFullTimerThrowsRejectedAndCancels) {
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
   HashedWheelTimer origin(fast_options());
-  TimerFuture original = origin.schedule([] {}, 1h);
+  TimerFuture original = origin.schedule([probe = DestroyFlag(destroyed)] {}, 1h);
   std::vector<PendingTask> handed = origin.stop();
   ASSERT_EQ(handed.size(), 1u);
 
@@ -805,6 +809,7 @@ TEST_F(StopAdoptTest, AdoptIntoFullTimerThrowsRejectedAndCancels) {
   TimerFuture occupant = target.schedule([] {}, 1h);
   EXPECT_THROW(target.adopt(std::move(handed[0])), Rejected);
   EXPECT_EQ(original.state(), TaskState::canceled);
+  EXPECT_TRUE(destroyed->load()) << "a refused task's captures outlived the refusal";
   EXPECT_EQ(target.pending(), 1u);
   EXPECT_EQ(occupant.state(), TaskState::waiting);
 }
