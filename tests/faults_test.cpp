@@ -30,6 +30,7 @@ using testing::kept_and_working;
 using testing::kMustHappen;
 using testing::make_leaked_on_purpose;
 using testing::run_holding_its_last_reference;
+using testing::what_stop_did;
 
 // Refuses every task while `refusing` is set, then runs them inline.
 class RefusingExecutor final : public Executor {
@@ -98,15 +99,7 @@ TEST_F(FaultsTest, StopFromTheCapturesOfARefusedTaskIsALogicError) {
     StopsTheTimerWhenDestroyed(StopsTheTimerWhenDestroyed&& other) noexcept
         : timer(std::exchange(other.timer, nullptr)), outcome(other.outcome) {}
     ~StopsTheTimerWhenDestroyed() {
-      if (timer == nullptr) return;
-      try {
-        timer->stop();
-        outcome->set_value("returned");
-      } catch (const std::logic_error&) {
-        outcome->set_value("logic_error");
-      } catch (...) {
-        outcome->set_value("another exception");
-      }
+      if (timer != nullptr) outcome->set_value(what_stop_did(*timer));
     }
     void operator()() const {}
   };
@@ -132,16 +125,7 @@ TEST_F(FaultsTest, StopFromAnExecutorsExecuteOnTheIndicatorIsALogicError) {
     std::promise<std::string> outcome;
     bool tried = false;  // only the indicator calls execute()
     void execute(Task work) override {
-      if (!std::exchange(tried, true)) {
-        try {
-          timer->stop();
-          outcome.set_value("returned");
-        } catch (const std::logic_error&) {
-          outcome.set_value("logic_error");
-        } catch (...) {
-          outcome.set_value("another exception");
-        }
-      }
+      if (!std::exchange(tried, true)) outcome.set_value(what_stop_did(*timer));
       work();
     }
   };
@@ -170,14 +154,7 @@ TEST_F(FaultsTest, StopFromOnErrorIsALogicError) {
     TimerOptions options;
     if (on_a_pool) options.executor = std::make_shared<CallerRunsPool>(1, 16);
     options.on_error = [&stopping, outcome](std::exception_ptr) {
-      try {
-        stopping->stop();
-        outcome->set_value("returned");
-      } catch (const std::logic_error&) {
-        outcome->set_value("logic_error");
-      } catch (...) {
-        outcome->set_value("another exception");
-      }
+      outcome->set_value(what_stop_did(*stopping));
     };
     HashedWheelTimer timer(std::move(options));
     stopping = &timer;

@@ -34,6 +34,7 @@ using testing::FutureSlot;
 using testing::Gate;
 using testing::HeldPool;
 using testing::SleepingWaiter;
+using testing::what_stop_did;
 using testing::kMustHappen;
 
 // A capture whose destruction is recorded (moved-from shells record nothing).
@@ -394,28 +395,11 @@ TEST_F(StopAdoptTest, ScheduleOrAdoptDuringStopIsStoppedFromAnyThread) {
 
 void expect_stop_inside_own_task_is_refused(std::shared_ptr<Executor> executor) {
   HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});
-  struct Outcome {
-    bool logic_error = false;
-    bool other_error = false;
-    bool returned = false;
-  };
-  auto outcome = std::make_shared<Outcome>();
-  TimerFuture stopper = timer.schedule(
-      [&timer, outcome] {
-        try {
-          timer.stop();
-          outcome->returned = true;
-        } catch (const std::logic_error&) {
-          outcome->logic_error = true;
-        } catch (...) {
-          outcome->other_error = true;
-        }
-      },
-      0ms);
+  auto outcome = std::make_shared<std::string>();
+  TimerFuture stopper =
+      timer.schedule([&timer, outcome] { *outcome = what_stop_did(timer); }, 0ms);
   ASSERT_TRUE(stopper.wait_for(kMustHappen)) << "stop() inside a task waited for itself";
-  EXPECT_TRUE(outcome->logic_error);
-  EXPECT_FALSE(outcome->other_error);
-  EXPECT_FALSE(outcome->returned);
+  EXPECT_EQ(*outcome, "logic_error");
   EXPECT_EQ(stopper.state(), TaskState::finished);
   EXPECT_EQ(stopper.exception(), nullptr);  // the task caught it
 

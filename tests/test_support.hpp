@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -127,6 +128,19 @@ class SleepingWaiter {
   bool woke_ = false;  // written by the thread before it ends; read after join()
   std::thread thread_;  // last: it starts once the fields above exist
 };
+
+// What a call of timer.stop() did, from code that may not call it (a task, on_error, the indicator):
+// "returned", "logic_error" or "another exception".
+inline std::string what_stop_did(Timer& timer) {
+  try {
+    timer.stop();
+    return "returned";
+  } catch (const std::logic_error&) {
+    return "logic_error";
+  } catch (...) {
+    return "another exception";
+  }
+}
 
 // Where a task (or its captures, or on_error) finds its own future. The test stores the future
 // before opening `ready`, and the reader waits on `ready` first, so the handle is never raced.
