@@ -71,6 +71,10 @@ TEST_F(DueQueueTest, BucketsAndHeapMergeInDeadlineOrder) {
   }
   for (TaskNode* node : pop_all(start_ + 1h)) popped.push_back(node);
   EXPECT_EQ(popped.size(), offsets.size());
+  // Each node exactly once: the right count alone would let a duplicate hide a loss.
+  std::vector<TaskNode*> distinct = popped;
+  std::sort(distinct.begin(), distinct.end());
+  EXPECT_EQ(std::unique(distinct.begin(), distinct.end()), distinct.end());
   EXPECT_EQ(due_.size(), 0u);
   EXPECT_EQ(due_.earliest(), Clock::time_point::max());
 }

@@ -1,8 +1,12 @@
 // Tests for SteadyTimeSource, the real clock a timer's indicator sleeps on: its sleeps end by the
 // time (never early, and never sooner than the coalescing interval after the last one that ended by
 // the time), by wake(), or by interrupt().
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -14,6 +18,7 @@ using namespace std::chrono_literals;
 using wheeltimer::Clock;
 using wheeltimer::detail::SteadyTimeSource;
 using wheeltimer::testing::kLateBound;
+using wheeltimer::testing::thread_sleeps;
 
 namespace {
 
@@ -37,11 +42,54 @@ TEST(SteadyTimeSource, SleepsEndAtLeastTheCoalescingIntervalApart) {
   }
 }
 
+// source.sleep_until(due) on a thread of its own, returned once that thread sleeps in the kernel
+// (or the sleep is over), so that what the test does next meets a sleep in progress.
+std::future<bool> sleep_in_background(SteadyTimeSource& source, Clock::time_point due) {
+  auto tid = std::make_shared<std::atomic<pid_t>>(0);
+  auto slept = std::async(std::launch::async, [&source, due, tid] {
+    tid->store(gettid());
+    return source.sleep_until(due);
+  });
+  while (slept.wait_for(0s) != std::future_status::ready &&
+         (tid->load() == 0 || !thread_sleeps(tid->load()))) {
+    std::this_thread::yield();
+  }
+  return slept;
+}
+
+// Whether the sleep `slept` ended within kLateBound. If not, it is interrupted, so that the test
+// fails instead of waiting out an hour.
+bool ends_soon(std::future<bool>& slept, SteadyTimeSource& source) {
+  if (slept.wait_for(kLateBound) == std::future_status::ready) return true;
+  source.interrupt();
+  slept.wait();
+  return false;
+}
+
 TEST(SteadyTimeSource, WakeEndsACoalescedSleep) {
   SteadyTimeSource source(std::chrono::hours(1));
   ASSERT_TRUE(source.sleep_until(Clock::now()));
   source.wake();  // a wake() before the call ends it at once; without it this waits an hour
-  EXPECT_TRUE(source.sleep_until(Clock::now()));
+  auto slept = std::async(std::launch::async, [&] { return source.sleep_until(Clock::now()); });
+  ASSERT_TRUE(ends_soon(slept, source)) << "the sleep waited out the interval";
+  EXPECT_TRUE(slept.get());
+}
+
+TEST(SteadyTimeSource, WakeEndsASleepInProgress) {
+  SteadyTimeSource source(std::chrono::hours(1));
+  auto slept = sleep_in_background(source, Clock::now() + std::chrono::hours(1));
+  source.wake();
+  ASSERT_TRUE(ends_soon(slept, source)) << "wake() did not reach the sleeping thread";
+  EXPECT_TRUE(slept.get());
+}
+
+TEST(SteadyTimeSource, InterruptEndsASleepInProgress) {
+  SteadyTimeSource source(std::chrono::hours(1));
+  auto slept = sleep_in_background(source, Clock::time_point::max());
+  source.interrupt();
+  ASSERT_EQ(slept.wait_for(kLateBound), std::future_status::ready)
+      << "interrupt() did not reach the sleeping thread";
+  EXPECT_FALSE(slept.get());
 }
 
 // A wake() means a task is due sooner than planned: the sleep it ends must not hold back the sleep
@@ -52,11 +100,8 @@ TEST(SteadyTimeSource, AWokenSleepDoesNotPostponeTheNext) {
   ASSERT_TRUE(source.sleep_until(Clock::time_point::max()));  // ended by the wake()
   const Clock::time_point due = Clock::now() + 1ms;
   auto slept = std::async(std::launch::async, [&] { return source.sleep_until(due); });
-  if (slept.wait_for(kLateBound) != std::future_status::ready) {
-    source.interrupt();  // held back by the interval: end it so the test can fail
-    slept.wait();
-    FAIL() << "the sleep after a wake() waited out the coalescing interval";
-  }
+  ASSERT_TRUE(ends_soon(slept, source))
+      << "the sleep after a wake() waited out the coalescing interval";
   EXPECT_TRUE(slept.get());
   EXPECT_GE(Clock::now(), due);
 }
@@ -84,8 +129,10 @@ TEST(SteadyTimeSource, AWokenSleepKeepsTheIntervalOfTheLastTimedOne) {
 TEST(SteadyTimeSource, InterruptEndsACoalescedSleep) {
   SteadyTimeSource source(std::chrono::hours(1));
   ASSERT_TRUE(source.sleep_until(Clock::now()));
-  source.interrupt();
-  EXPECT_FALSE(source.sleep_until(Clock::now()));
+  source.interrupt();  // before the call: it returns false at once
+  auto slept = std::async(std::launch::async, [&] { return source.sleep_until(Clock::now()); });
+  ASSERT_EQ(slept.wait_for(kLateBound), std::future_status::ready);
+  EXPECT_FALSE(slept.get());
 }
 
 }  // namespace
