@@ -8,7 +8,9 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <exception>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <wheeltimer/wheeltimer.hpp>
@@ -49,6 +51,21 @@ struct Probe {
 
 enum class Fate { waiting, finished, canceled, handed_back };
 enum class Throws { nothing, an_int, a_runtime_error };
+
+// Whether `error` is what a task that `throws` left in its future: nothing, the int 7, or the
+// std::runtime_error "task failed" (not only whether there is one).
+bool threw(const std::exception_ptr& error, Throws throws) {
+  if (!error) return throws == Throws::nothing;
+  try {
+    std::rethrow_exception(error);
+  } catch (int value) {
+    return throws == Throws::an_int && value == 7;
+  } catch (const std::runtime_error& thrown) {
+    return throws == Throws::a_runtime_error && std::string(thrown.what()) == "task failed";
+  } catch (...) {
+    return false;
+  }
+}
 
 struct ModelTask {
   TimerFuture future;
@@ -359,6 +376,9 @@ class Checker {
         return fail(which + ": state " + std::string(to_string(task.future.state())) +
                     ", model says " + std::string(to_string(expected)));
       }
+      if (task.future.deadline() != task.deadline) {
+        return fail(which + ": the future's deadline is " + describe(task.future.deadline()));
+      }
       const int runs = probe.runs.load();
       if (runs != (task.fate == Fate::finished ? 1 : 0)) {
         return fail(which + ": ran " + std::to_string(runs) + " times");
@@ -369,8 +389,8 @@ class Checker {
         return fail(which + ": ran at " + describe(probe.ran_at) + ", model says " +
                     describe(task.ran_at));
       }
-      if ((task.future.exception() != nullptr) != (task.throws != Throws::nothing)) {
-        return fail(which + ": exception() does not match what the task threw");
+      if (!threw(task.future.exception(), task.throws)) {
+        return fail(which + ": exception() is not what the task threw");
       }
     }
     for (std::size_t timer = 0; timer < timers_.size() && error_.empty(); ++timer) {
