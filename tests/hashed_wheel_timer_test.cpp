@@ -250,8 +250,8 @@ TEST_F(HashedWheelTimerTest, NeverEarlyOnPool) {
   expect_never_early(timer);
 }
 
-TEST_F(HashedWheelTimerTest, DueNowAndNegativeDelaysRunOnTheTimerThread) {
-  HashedWheelTimer timer(TimerOptions{.tick = 1ms});
+void expect_due_tasks_run_off_the_caller(std::shared_ptr<Executor> executor) {
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});
   const auto caller = std::this_thread::get_id();
   std::vector<std::pair<TimerFuture, std::shared_ptr<StartRecord>>> runs;
   auto add = [&](auto schedule_fn) {
@@ -272,6 +272,14 @@ TEST_F(HashedWheelTimerTest, DueNowAndNegativeDelaysRunOnTheTimerThread) {
     EXPECT_TRUE(record->ran) << "case " << i;
     EXPECT_NE(record->thread, caller) << "case " << i << " ran inside schedule() on the caller";
     EXPECT_GE(record->start, future.deadline()) << "case " << i;
+  }
+}
+
+// With every executor: none may run a due task inside schedule(), on the caller's thread.
+TEST_F(HashedWheelTimerTest, DueNowAndNegativeDelaysRunOnTheTimerThread) {
+  for (const auto& kind : wheeltimer::testing::executor_kinds(16)) {
+    SCOPED_TRACE(kind.name);
+    expect_due_tasks_run_off_the_caller(kind.make());
   }
 }
 

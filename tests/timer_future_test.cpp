@@ -295,8 +295,8 @@ TEST_F(TimerFutureTest, ExceptionIsNullWhileWaitingAndAfterCleanFinish) {
 }
 
 // on_error runs on the thread that ran the task, before the future turns FINISHED: inside
-// on_error the task's own future must still read RUNNING.
-TEST_F(TimerFutureTest, OnErrorIsToldBeforeFutureTurnsFinished) {
+// on_error the task's own future must still read RUNNING. With every executor.
+void expect_on_error_told_before_finished(std::shared_ptr<Executor> executor) {
   struct Seen {
     std::atomic<int> calls{0};
     std::atomic<int> state_inside{kNotRecorded};
@@ -304,7 +304,7 @@ TEST_F(TimerFutureTest, OnErrorIsToldBeforeFutureTurnsFinished) {
   };
   auto slot = std::make_shared<FutureSlot>();
   auto seen = std::make_shared<Seen>();
-  TimerOptions options = fast_options();
+  TimerOptions options = TimerOptions{.tick = 1ms, .executor = std::move(executor)};
   options.on_error = [slot, seen](std::exception_ptr error) {
     seen->state_inside.store(static_cast<int>(slot->future.state()));
     seen->error = error;
@@ -324,6 +324,13 @@ TEST_F(TimerFutureTest, OnErrorIsToldBeforeFutureTurnsFinished) {
       << "on_error saw " << to_string(static_cast<TaskState>(seen->state_inside.load()));
   ASSERT_NE(seen->error, nullptr);
   EXPECT_EQ(seen->error, slot->future.exception());
+}
+
+TEST_F(TimerFutureTest, OnErrorIsToldBeforeFutureTurnsFinished) {
+  for (const auto& kind : wheeltimer::testing::executor_kinds(16)) {
+    SCOPED_TRACE(kind.name);
+    expect_on_error_told_before_finished(kind.make());
+  }
 }
 
 TEST_F(TimerFutureTest, ThrowingOnErrorIsSwallowedAndTimerKeepsWorking) {
