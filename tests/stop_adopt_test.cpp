@@ -126,10 +126,12 @@ TEST_F(StopAdoptTest, ConcurrentStopCallersAllWaitAndOneGetsTheTasks) {
   std::latch go(kCallers);
   std::vector<std::size_t> sizes(kCallers);
   std::vector<int> running_state_at_return(kCallers, -1);
+  std::vector<std::atomic<pid_t>> tids(kCallers);
   std::vector<std::thread> callers;
   for (int i = 0; i < kCallers; ++i) {
     callers.emplace_back([&, i] {
       go.arrive_and_wait();
+      tids[static_cast<std::size_t>(i)].store(gettid());
       std::vector<PendingTask> handed = timer.stop();
       running_state_at_return[i] = static_cast<int>(running.future.state());
       sizes[i] = handed.size();
@@ -137,8 +139,15 @@ TEST_F(StopAdoptTest, ConcurrentStopCallersAllWaitAndOneGetsTheTasks) {
   }
   std::size_t extra = 0;
   ASSERT_TRUE(wait_until_stopping(timer, extra));
-  std::this_thread::sleep_for(20ms);  // a delay only: lets the other callers reach stop()
-  EXPECT_FALSE(running.body_done->load());
+  // Until every caller sleeps in the kernel past the latch: blocked inside stop(), so each of them
+  // must wait for the running task rather than come late to a stopped timer. (A caller that
+  // returns at once never sleeps: the bound ends the wait, and the checks below fail.)
+  const auto give_up = Clock::now() + kMustHappen;
+  for (const auto& tid : tids) {
+    while ((tid.load() == 0 || !testing::thread_sleeps(tid.load())) && Clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+  }
   running.release->open();
   for (auto& t : callers) t.join();
 
