@@ -34,6 +34,7 @@ using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 using wheeltimer::testing::kLateBound;
 using wheeltimer::testing::ExecutorKind;
+using wheeltimer::testing::HandOffCounter;
 using wheeltimer::testing::kMustHappen;
 
 namespace {
@@ -509,33 +510,6 @@ TEST(TimerWithInlineExecutorTest, TasksRunOnTheIndicatorThread) {
   EXPECT_EQ(ids.size(), 1u);  // the one indicator thread
   EXPECT_EQ(ids.count(std::this_thread::get_id()), 0u);
 }
-
-// Forwards to another executor and lets the test wait until the timer has handed over `n` tasks:
-// how a test knows a task sits in the real executor's queue.
-class HandOffCounter final : public Executor {
- public:
-  explicit HandOffCounter(std::shared_ptr<Executor> inner) : inner_(std::move(inner)) {}
-  void execute(Task work) override {
-    inner_->execute(std::move(work));
-    std::lock_guard lock(mutex_);
-    ++handed_;
-    changed_.notify_all();
-  }
-  bool wait_handed(std::size_t n) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kMustHappen, [&] { return handed_ >= n; });
-  }
-  std::size_t handed() {
-    std::lock_guard lock(mutex_);
-    return handed_;
-  }
-
- private:
-  std::shared_ptr<Executor> inner_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t handed_ = 0;
-};
 
 struct QueueingExecutorKind {
   std::string name;

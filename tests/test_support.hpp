@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -81,6 +83,33 @@ class HeldPool {
  private:
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   std::shared_ptr<CallerRunsPool> pool_ = std::make_shared<CallerRunsPool>(1, 64);
+};
+
+// Forwards to another executor and lets the test wait until the timer has handed over `n` tasks:
+// how a test knows a task sits in the real executor's queue.
+class HandOffCounter final : public Executor {
+ public:
+  explicit HandOffCounter(std::shared_ptr<Executor> inner) : inner_(std::move(inner)) {}
+  void execute(Task work) override {
+    inner_->execute(std::move(work));
+    std::lock_guard lock(mutex_);
+    ++handed_;
+    changed_.notify_all();
+  }
+  bool wait_handed(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kMustHappen, [&] { return handed_ >= n; });
+  }
+  std::size_t handed() {
+    std::lock_guard lock(mutex_);
+    return handed_;
+  }
+
+ private:
+  std::shared_ptr<Executor> inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t handed_ = 0;
 };
 
 // Whether thread `tid` of this process sleeps in the kernel (its state in /proc is S).

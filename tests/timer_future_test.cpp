@@ -33,6 +33,7 @@ using namespace std::chrono_literals;
 using testing::FutureSlot;
 using testing::Gate;
 using testing::kMustHappen;
+using testing::HandOffCounter;
 using testing::SleepingWaiter;
 
 constexpr int kNotRecorded = -1;
@@ -153,7 +154,8 @@ TEST_F(TimerFutureTest, ObservesWaitingRunningFinished) {
   auto task_started = std::make_shared<Gate>();
   auto release_task = std::make_shared<Gate>();
   auto body_done = std::make_shared<std::atomic<bool>>(false);
-  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = pool});
+  auto handed = std::make_shared<HandOffCounter>(pool);
+  HashedWheelTimer timer(TimerOptions{.tick = 1ms, .executor = handed});
   TimerFuture future = timer.schedule(
       [task_started, release_task, body_done] {
         task_started->open();
@@ -163,8 +165,8 @@ TEST_F(TimerFutureTest, ObservesWaitingRunningFinished) {
       0ms);
 
   EXPECT_EQ(future.state(), TaskState::waiting);
-  // Give the timer time to hand the task to the (busy) pool: still WAITING there.
-  EXPECT_FALSE(future.wait_for(20ms));
+  ASSERT_TRUE(handed->wait_handed(1));  // in the (busy) pool's queue now: still WAITING there
+  EXPECT_FALSE(future.wait_for(0s));
   EXPECT_EQ(future.state(), TaskState::waiting);
   EXPECT_FALSE(future.is_done());
   EXPECT_FALSE(future.is_cancelled());
