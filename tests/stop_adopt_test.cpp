@@ -297,6 +297,10 @@ void expect_stop_waits_for_running_task(std::shared_ptr<Executor> executor) {
 
 TEST_F(StopAdoptTest, StopWaitsForRunningInlineTask) { expect_stop_waits_for_running_task(nullptr); }
 
+TEST_F(StopAdoptTest, StopWaitsForRunningInlineExecutorTask) {
+  expect_stop_waits_for_running_task(std::make_shared<InlineExecutor>());
+}
+
 TEST_F(StopAdoptTest, StopWaitsForRunningPoolTask) {
   expect_stop_waits_for_running_task(std::make_shared<CallerRunsPool>(2, 16));
 }
