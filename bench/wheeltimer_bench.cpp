@@ -64,7 +64,8 @@ std::string sizing_flags(const Command& command) {
     case Workload::idle:
       break;
   }
-  if (command.common.executor != "inline") {
+  // The showcase runs a pool and an arena whatever --executor says.
+  if (command.common.executor != "inline" || command.workload == Workload::showcase) {
     flags += (flags.empty() ? "" : ", ") + std::string("--threads ") +
              to_string(command.common.threads);
   }

@@ -112,6 +112,14 @@ TEST(BenchWorkloads, RefuseRunsWithNothingToMeasure) {
   EXPECT_THROW(run_schedule(common, idle_producers), std::invalid_argument);
 }
 
+TEST(BenchWorkloads, RefuseDelaysPastTheClocksRange) {
+  // Each flag is in range; together the far timers' deadlines would pass 64-bit nanoseconds.
+  const CommonSettings coarse{.tick_us = 562949953421, .wheel = 16384};
+  EXPECT_THROW(run_far(coarse, FarSettings{.far = 10, .far_s = 1e6}, {}), std::invalid_argument);
+  EXPECT_THROW(run_schedule(coarse, ScheduleSettings{.timers = 10, .delay_s = 1e6}),
+               std::invalid_argument);
+}
+
 TEST(BenchWorkloads, FarMeasuresAWindowOfExactlyItsSeconds) {
   // One near timer a second over 0.2 s: the window used to end with the last schedule, at once.
   const Report report = run_far(CommonSettings{}, FarSettings{.far = 0, .seconds = 0.2,

@@ -34,7 +34,9 @@ wheeltimer::HashedWheelTimer* kept_timer = nullptr;
     never.wait();
   }).detach();
   // Until the waiter sleeps: blocked on its condition variable, the one place it can sleep.
-  while (waiter.load() == 0 || !wheeltimer::testing::thread_sleeps(waiter.load())) std::this_thread::yield();
+  while (waiter.load() == 0 || !wheeltimer::testing::thread_sleeps(waiter.load())) {
+    std::this_thread::yield();
+  }
   std::exit(0);
 }
 
@@ -45,7 +47,7 @@ TEST(ExitTest, ExitDoesNotWaitForAThreadBlockedOnATask) {
   int status = 0;
   pid_t exited = 0;
   // waitpid() has no timeout: poll, with a generous bound for a hang.
-  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  const auto give_up = std::chrono::steady_clock::now() + wheeltimer::testing::kMustHappen;
   while ((exited = waitpid(child, &status, WNOHANG)) == 0 &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(10ms);

@@ -63,22 +63,20 @@ class Gate {
   std::shared_future<void> opened_ = promise_.get_future().share();
 };
 
-// A one-thread CallerRunsPool whose thread a job holds until release() (or destruction): what a
-// timer hands it stays queued and WAITING, so the timer's stop() hands it back however late that
-// comes, instead of racing the task's deadline.
+// A one-thread CallerRunsPool whose thread a job holds until the HeldPool is destroyed (or, so
+// that a broken test cannot hang, kMustHappen has passed): what a timer hands it stays queued and
+// WAITING, so the timer's stop() hands it back however late that comes, instead of racing the
+// task's deadline.
 class HeldPool {
  public:
   HeldPool() {
     pool_->execute([gate = gate_] { gate->wait(); });
   }
-  ~HeldPool() { release(); }
+  ~HeldPool() { gate_->open(); }
   HeldPool(const HeldPool&) = delete;
   HeldPool& operator=(const HeldPool&) = delete;
 
   const std::shared_ptr<CallerRunsPool>& pool() const { return pool_; }
-  void release() {
-    if (!gate_->is_open()) gate_->open();
-  }
 
  private:
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
@@ -158,8 +156,8 @@ class SleepingWaiter {
   std::thread thread_;  // last: it starts once the fields above exist
 };
 
-// What a call of timer.stop() did, from code that may not call it (a task, on_error, the indicator):
-// "returned", "logic_error" or "another exception".
+// What a call of timer.stop() did, from code that may not call it (a task, on_error, the
+// indicator): "returned", "logic_error" or "another exception".
 inline std::string what_stop_did(Timer& timer) {
   try {
     timer.stop();

@@ -26,7 +26,9 @@ constexpr double kMaxNearTimers = 1e15;  // as for every count flag; it fits in 
 
 Report run_far(const CommonSettings& common, const FarSettings& far, const ProgressFn& progress) {
   // One rotation's worth of spread puts far timers in every slot of the wheel.
-  const auto far_delays = uniform_delays(far.far, rotation_of(common), common.seed);
+  const auto far_base = from_s(far.far_s);
+  const auto rotation = rotation_of(common, far_base, "--far-s " + shortest(far.far_s));
+  const auto far_delays = uniform_delays(far.far, rotation, common.seed);
   if (far.near_rate * far.seconds > kMaxNearTimers) {
     throw std::invalid_argument("--near-rate " + shortest(far.near_rate) + " with --seconds " +
                                 shortest(far.seconds) + " asks for more than " +
@@ -43,7 +45,6 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
   bool all_ran = false;
   {
     wheeltimer::HashedWheelTimer timer(timer_options(common, choice.executor));
-    const auto far_base = from_s(far.far_s);
     for (const auto delay : far_delays) {
       timer.schedule([&far_fired] { far_fired.fetch_add(1, std::memory_order_relaxed); },
                      far_base + delay);

@@ -71,5 +71,4 @@ PhaseTiming run_phase(std::size_t threads, std::size_t count,
   return timing;
 }
 
-
 }  // namespace wheeltimer_bench

@@ -31,10 +31,7 @@ Report run_schedule(const CommonSettings& common, const ScheduleSettings& settin
   const ExecutorChoice choice = make_executor(common);
   const auto tick = tick_of(common);
   const auto base = from_s(settings.delay_s);
-  if (rotation_of(common) > Clock::duration::max() - base) {
-    throw std::invalid_argument("--delay-s " + shortest(settings.delay_s) +
-                                " and a rotation of the wheel would not fit in 64-bit nanoseconds");
-  }
+  rotation_of(common, base, "--delay-s " + shortest(settings.delay_s));  // checks they fit
   std::atomic<std::size_t> fired{0};
   // Allocated and written before the baseline, so the futures' own 8 bytes each are not counted.
   std::vector<wheeltimer::TimerFuture> futures(count);

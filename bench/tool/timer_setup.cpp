@@ -60,13 +60,21 @@ std::chrono::duration<double> intake_time(const CommonSettings& common, std::siz
                   std::chrono::duration<double>(10));
 }
 
-wheeltimer::Clock::duration rotation_of(const CommonSettings& common) {
+wheeltimer::Clock::duration rotation_of(const CommonSettings& common,
+                                        wheeltimer::Clock::duration base,
+                                        const std::string& base_flag) {
+  using wheeltimer::Clock;
   const auto tick = tick_of(common);
-  const auto slots = static_cast<wheeltimer::Clock::rep>(std::bit_ceil(common.wheel));
-  if (tick.count() > wheeltimer::Clock::duration::max().count() / slots) {
-    throw std::invalid_argument("--tick-us " + shortest(common.tick_us) + " with --wheel " +
-                                std::to_string(common.wheel) +
-                                ": a rotation of the wheel would not fit in 64-bit nanoseconds");
+  const auto slots = static_cast<Clock::rep>(std::bit_ceil(common.wheel));
+  const std::string flags =
+      "--tick-us " + shortest(common.tick_us) + " and --wheel " + std::to_string(common.wheel);
+  if (tick.count() > Clock::duration::max().count() / slots) {
+    throw std::invalid_argument(flags + ": a rotation of the wheel would not fit in 64-bit "
+                                        "nanoseconds");
+  }
+  if (tick * slots > Clock::duration::max() - base) {
+    throw std::invalid_argument(base_flag + " with " + flags +
+                                ": the delays would not fit in 64-bit nanoseconds");
   }
   return tick * slots;
 }

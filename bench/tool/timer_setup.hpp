@@ -32,12 +32,17 @@ wheeltimer::TimerOptions timer_options(const CommonSettings& common,
 wheeltimer::Clock::duration tick_of(const CommonSettings& common);
 
 // How long to give the indicator to take `timers` new timers into the wheel (or to free as many
-// canceled ones) before memory or CPU is read: 300 ms, and two ticks for each 4,096 (the most it
-// takes in a round), at most 10 s.
+// canceled ones) before memory or CPU is read. A generous allowance, not a measurement: once woken
+// (every 16,384th schedule() wakes it), the indicator takes queued timers in without sleeping,
+// about a microsecond each here. 300 ms, and two ticks for each 4,096, at most 10 s. The last
+// few thousand queued after the last such wake-up may wait for the indicator's next one.
 std::chrono::duration<double> intake_time(const CommonSettings& common, std::size_t timers);
 
 // One rotation of level 0: the tick times the wheel's slots (--wheel rounded up to a power of two).
-// std::invalid_argument naming both flags if it does not fit in the clock's 64-bit nanoseconds.
-wheeltimer::Clock::duration rotation_of(const CommonSettings& common);
+// std::invalid_argument naming both flags if it does not fit in the clock's 64-bit nanoseconds,
+// or, added to `base` (the value of `base_flag`, a delay), would not fit.
+wheeltimer::Clock::duration rotation_of(const CommonSettings& common,
+                                        wheeltimer::Clock::duration base = {},
+                                        const std::string& base_flag = "");
 
 }  // namespace wheeltimer_bench

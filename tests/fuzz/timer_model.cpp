@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <sstream>
-#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
