@@ -34,6 +34,7 @@ using wheeltimer::TimerFuture;
 using wheeltimer::TimerOptions;
 using wheeltimer::testing::kLateBound;
 using wheeltimer::testing::ExecutorKind;
+using wheeltimer::testing::Gate;
 using wheeltimer::testing::HandOffCounter;
 using wheeltimer::testing::kMustHappen;
 
@@ -230,15 +231,37 @@ TEST_F(CallerRunsPoolTest, ThrowingTaskDoesNotKillWorker) {
   EXPECT_EQ(later_id.get(), thrower_id.get());  // the same, single worker survived
 }
 
+// A first task that holds `executor`'s only worker until the gate returned opens.
+std::shared_ptr<Gate> hold_the_worker(Executor& executor) {
+  auto gate = std::make_shared<Gate>();
+  executor.execute([gate] { gate->wait(); });
+  return gate;
+}
+
+// Opens `gate` once the calling thread sleeps in the kernel, which it next does in an executor's
+// destructor at the end of its scope: so the destructor starts while the queued work still waits.
+// Join the returned thread after that scope.
+std::thread open_when_the_caller_sleeps(std::shared_ptr<Gate> gate) {
+  return std::thread([gate, caller = gettid()] {
+    const auto give_up = Clock::now() + kMustHappen;
+    while (!wheeltimer::testing::thread_sleeps(caller) && Clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    gate->open();
+  });
+}
+
 TEST_F(CallerRunsPoolTest, DestructorRunsAllQueuedWork) {
   constexpr int kTasks = 50;
   std::atomic<int> completed{0};
+  std::thread opener;
   {
     CallerRunsPool pool(1, kTasks + 1);
-    // A slow first task so that the destructor starts while work is still queued.
-    pool.execute([] { std::this_thread::sleep_for(50ms); });
+    auto held = hold_the_worker(pool);
     for (int i = 0; i < kTasks; ++i) pool.execute([&completed] { completed.fetch_add(1); });
+    opener = open_when_the_caller_sleeps(held);
   }
+  opener.join();
   EXPECT_EQ(completed.load(), kTasks);
 }
 
@@ -331,12 +354,14 @@ TEST_F(TbbArenaExecutorTest, NonPositiveConcurrencyOtherThanAutomaticIsInvalidAr
 TEST_F(TbbArenaExecutorTest, DestructorWaitsForQueuedWork) {
   constexpr int kTasks = 100;
   std::atomic<int> completed{0};
+  std::thread opener;
   {
     TbbArenaExecutor executor(1);
-    // A slow first task so that the destructor starts while work is still queued.
-    executor.execute([] { std::this_thread::sleep_for(50ms); });
+    auto held = hold_the_worker(executor);
     for (int i = 0; i < kTasks; ++i) executor.execute([&completed] { completed.fetch_add(1); });
+    opener = open_when_the_caller_sleeps(held);
   }
+  opener.join();
   EXPECT_EQ(completed.load(), kTasks);
 }
 
