@@ -31,8 +31,8 @@ class TimeSource {
 // started in batches, not with a wake-up for every few tasks. A real wake-up is the dearest thing
 // the indicator does: on this project's 2-vCPU VM, firing 100,000 timers over a second took
 // ~10,000 wake-ups and 0.27 CPU-seconds, most of it in the kernel's context switch; 1,000,000
-// timers took ~8,000. A deadline waited for is still never early; it may be up to `coalescing` (plus the OS's own
-// wake-up latency) late. wake() and interrupt() still end a sleep at once.
+// timers took ~8,000. A deadline waited for is still never early; it may be up to `coalescing`
+// (plus the OS's own wake-up latency) late. wake() and interrupt() still end a sleep at once.
 class SteadyTimeSource final : public TimeSource {
  public:
   explicit SteadyTimeSource(Clock::duration coalescing = Clock::duration::zero())
