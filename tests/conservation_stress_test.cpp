@@ -370,6 +370,73 @@ class StressRound {
     check_all_settled();
   }
 
+  // Adopt variant with a stop(): adopt every handed-back task into a second timer from two threads
+  // while a canceller races and, once about half are adopted, a third thread stops the second
+  // timer. An adopt() refused by the stop() is Stopped and cancels the task; every other task ran,
+  // was canceled, or is among those the stop() handed back, and only those are still WAITING.
+  void adopt_while_the_second_timer_stops() {
+    auto second = std::make_unique<HashedWheelTimer>(
+        TimerOptions{.tick = 1ms, .wheel_size = 64, .executor = executor_});
+    timer_.reset();
+    std::atomic<std::size_t> adopted{0}, refused{0};
+    std::atomic<bool> cancellers_done{false};
+    std::vector<PendingTask> returned;
+    {
+      std::jthread canceller(
+          [this, &cancellers_done] { cancel_randomly(seed_ * 41 + 3, cancellers_done); });
+      std::jthread stopper([this, &adopted, &second, &returned] {
+        while (adopted.load() < handed_back_.size() / 2) std::this_thread::yield();
+        returned = second->stop();
+      });
+      std::vector<std::jthread> adopters;
+      for (int a = 0; a < 2; ++a) {
+        adopters.emplace_back([this, a, &second, &adopted, &refused] {
+          for (std::size_t i = a; i < handed_back_.size(); i += 2) {
+            const TimerFuture original = handed_back_[i].future();
+            try {
+              if (!(second->adopt(std::move(handed_back_[i])) == original)) {
+                violations_.add("adopt() returned a different future");
+              }
+            } catch (const wheeltimer::Stopped&) {
+              refused.fetch_add(1);
+              if (!original.is_cancelled()) violations_.add("a refused adopt() left it uncanceled");
+            } catch (const std::exception& e) {
+              violations_.add(std::string("adopt() threw: ") + e.what());
+            }
+            adopted.fetch_add(1);
+          }
+        });
+      }
+      for (auto& t : adopters) t.join();
+      cancellers_done.store(true);
+    }
+    std::printf("[ stress   ] adoptions %zu: %zu refused by the stop(), which handed back %zu\n",
+                adopted.load(), refused.load(), returned.size());
+    handed_back_.clear();  // all moved from
+
+    // stop() has returned: nothing of the second timer runs or waits but what it handed back
+    // (which the canceller may have canceled since).
+    for_each_record([&](Record& r) {
+      if (r.handed_back != 1) return;
+      const auto in_returned =
+          std::count_if(returned.begin(), returned.end(),
+                        [&](const PendingTask& pt) { return pt.future() == r.future; });
+      if (in_returned > 1) violations_.add("stop() returned a task twice: " + describe(r));
+      const TaskState state = r.future.state();
+      if (in_returned == 1 && (state == TaskState::finished || r.runs.load() != 0)) {
+        violations_.add("stop() returned a task that had run: " + describe(r));
+      }
+      if (in_returned == 0 && state != TaskState::finished && state != TaskState::canceled) {
+        violations_.add("after stop(), neither settled nor returned: " + describe(r));
+      }
+    });
+    EXPECT_EQ(second->pending(), 0u);
+    returned.clear();  // dropping them cancels their futures
+    second.reset();
+    for_each_record([&](Record& r) { check_deadline_and_start(r); });
+    check_all_settled();
+  }
+
   // The number of Rejected schedule attempts.
   std::size_t rejected() {
     std::size_t n = 0;
@@ -596,6 +663,20 @@ TEST_P(ConservationStressTest, HandedBackTasksAdoptedIntoSecondTimer) {
     r.check_conservation_after_stop();
     r.print_outcomes(GetParam().name.c_str());
     r.adopt_into_second_timer();
+    r.destroy_timer_and_executor();
+    r.expect_no_violations();
+  }
+}
+
+TEST_P(ConservationStressTest, HandedBackTasksAdoptedWhileTheSecondTimerStops) {
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    StressRound r(GetParam().make(), 0, 400 + round);
+    r.schedule_fixed_records();
+    r.race_until_stopped();
+    r.check_conservation_after_stop();
+    r.print_outcomes(GetParam().name.c_str());
+    r.adopt_while_the_second_timer_stops();
     r.destroy_timer_and_executor();
     r.expect_no_violations();
   }
