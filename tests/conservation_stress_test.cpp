@@ -654,32 +654,29 @@ TEST_P(ConservationStressTest, ScheduleCancelStopConservesEveryTask) {
   }
 }
 
-TEST_P(ConservationStressTest, HandedBackTasksAdoptedIntoSecondTimer) {
+// The adopt variants, kRounds rounds each: the race and its checks, then `adopt` (one of the
+// StressRound members that adopt the handed-back tasks into a second timer).
+void run_adopt_rounds(const ExecutorKind& kind, unsigned first_seed,
+                      void (StressRound::*adopt)()) {
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    StressRound r(GetParam().make(), 0, 200 + round);
+    StressRound r(kind.make(), 0, first_seed + static_cast<unsigned>(round));
     r.schedule_fixed_records();
     r.race_until_stopped();
     r.check_conservation_after_stop();
-    r.print_outcomes(GetParam().name.c_str());
-    r.adopt_into_second_timer();
+    r.print_outcomes(kind.name.c_str());
+    (r.*adopt)();
     r.destroy_timer_and_executor();
     r.expect_no_violations();
   }
 }
 
+TEST_P(ConservationStressTest, HandedBackTasksAdoptedIntoSecondTimer) {
+  run_adopt_rounds(GetParam(), 200, &StressRound::adopt_into_second_timer);
+}
+
 TEST_P(ConservationStressTest, HandedBackTasksAdoptedWhileTheSecondTimerStops) {
-  for (int round = 0; round < kRounds; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
-    StressRound r(GetParam().make(), 0, 400 + round);
-    r.schedule_fixed_records();
-    r.race_until_stopped();
-    r.check_conservation_after_stop();
-    r.print_outcomes(GetParam().name.c_str());
-    r.adopt_while_the_second_timer_stops();
-    r.destroy_timer_and_executor();
-    r.expect_no_violations();
-  }
+  run_adopt_rounds(GetParam(), 400, &StressRound::adopt_while_the_second_timer_stops);
 }
 
 TEST_P(ConservationStressTest, MaxPendingRejectsAndRejectedNeverRun) {

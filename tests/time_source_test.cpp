@@ -80,22 +80,26 @@ TEST(SteadyTimeSource, WakeEndsACoalescedSleep) {
   EXPECT_TRUE(slept.get());
 }
 
-TEST(SteadyTimeSource, WakeEndsASleepInProgress) {
+// A sleep until `due`, in progress on another thread, ends soon after `end` is called and returns
+// `returns`. `rescue`, the other way to end a sleep, ends it if `end` did not.
+void expect_ending_a_sleep_in_progress(Clock::time_point due, void (SteadyTimeSource::*end)(),
+                                       void (SteadyTimeSource::*rescue)(), bool returns) {
   SteadyTimeSource source(std::chrono::hours(1));
-  auto slept = sleep_in_background(source, Clock::now() + std::chrono::hours(1));
-  source.wake();
-  ASSERT_TRUE(ends_soon(slept, [&] { source.interrupt(); }))
-      << "wake() did not reach the sleeping thread";
-  EXPECT_TRUE(slept.get());
+  auto slept = sleep_in_background(source, due);
+  (source.*end)();
+  ASSERT_TRUE(ends_soon(slept, [&] { (source.*rescue)(); }))
+      << "the call did not reach the sleeping thread";
+  EXPECT_EQ(slept.get(), returns);
+}
+
+TEST(SteadyTimeSource, WakeEndsASleepInProgress) {
+  expect_ending_a_sleep_in_progress(Clock::now() + std::chrono::hours(1), &SteadyTimeSource::wake,
+                                    &SteadyTimeSource::interrupt, true);
 }
 
 TEST(SteadyTimeSource, InterruptEndsASleepInProgress) {
-  SteadyTimeSource source(std::chrono::hours(1));
-  auto slept = sleep_in_background(source, Clock::time_point::max());
-  source.interrupt();
-  ASSERT_TRUE(ends_soon(slept, [&] { source.wake(); }))
-      << "interrupt() did not reach the sleeping thread";
-  EXPECT_FALSE(slept.get());
+  expect_ending_a_sleep_in_progress(Clock::time_point::max(), &SteadyTimeSource::interrupt,
+                                    &SteadyTimeSource::wake, false);
 }
 
 // A wake() means a task is due sooner than planned: the sleep it ends must not hold back the sleep
