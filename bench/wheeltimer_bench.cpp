@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -104,16 +105,16 @@ int main(int argc, char** argv) {
   if (!parsed.command) return parsed.exit_code;
   try {
     return wheeltimer_bench::run(*parsed.command);
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
-                 wheeltimer_bench::sizing_flags(*parsed.command).c_str());
-    return 2;
-  } catch (const std::length_error&) {  // a vector asked for more than it can ever hold
-    std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
-                 wheeltimer_bench::sizing_flags(*parsed.command).c_str());
-    return 2;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "wheeltimer-bench: %s\n", error.what());
+    // std::length_error: a vector asked for more than it can ever hold, out of memory too.
+    const bool no_memory = dynamic_cast<const std::bad_alloc*>(&error) != nullptr ||
+                           dynamic_cast<const std::length_error*>(&error) != nullptr;
+    if (no_memory) {
+      std::fprintf(stderr, "wheeltimer-bench: out of memory for this run%s\n",
+                   wheeltimer_bench::sizing_flags(*parsed.command).c_str());
+    } else {
+      std::fprintf(stderr, "wheeltimer-bench: %s\n", error.what());
+    }
     return 2;
   }
 }
