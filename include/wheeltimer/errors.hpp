@@ -5,16 +5,18 @@
 
 #include <stdexcept>
 
+#include <wheeltimer/config.hpp>
+
 namespace wheeltimer {
 
 // schedule(), schedule_at() or adopt() would exceed TimerOptions::max_pending.
-class Rejected : public std::runtime_error {
+class WHEELTIMER_API Rejected : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // schedule(), schedule_at() or adopt() after stop() has begun.
-class Stopped : public std::logic_error {
+class WHEELTIMER_API Stopped : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };

@@ -5,11 +5,12 @@
 // runs as a no-op if its task was canceled or handed back by stop() while queued.
 #pragma once
 
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/task.hpp>
 
 namespace wheeltimer {
 
-class Executor {
+class WHEELTIMER_API Executor {
  public:
   virtual ~Executor() = default;
   // Runs `work` once, on some thread, eventually. An empty Task is std::invalid_argument.

@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/timer.hpp>
 
 namespace wheeltimer {
@@ -32,7 +33,7 @@ namespace detail {
 class WheelCore;
 }
 
-class HashedWheelTimer final : public Timer {
+class WHEELTIMER_API HashedWheelTimer final : public Timer {
  public:
   // Starts the indicator thread. Invalid options (tick <= 0, wheel_size 0 or > 2^30) are
   // std::invalid_argument naming the value; no thread or no memory to be had, std::system_error

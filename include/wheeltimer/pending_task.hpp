@@ -9,11 +9,12 @@
 #include <utility>
 
 #include <wheeltimer/clock.hpp>
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/timer_future.hpp>
 
 namespace wheeltimer {
 
-class PendingTask {
+class WHEELTIMER_API PendingTask {
  public:
   // Moves and the destructor of an empty handle are inline, so that stop() can sort a million of
   // them by deadline without a call per move.

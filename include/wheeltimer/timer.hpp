@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <wheeltimer/clock.hpp>
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/executor.hpp>
 #include <wheeltimer/pending_task.hpp>
 #include <wheeltimer/task.hpp>
@@ -40,7 +41,7 @@ struct TimerOptions {
   std::string thread_name = "wheeltimer";
 };
 
-class Timer {
+class WHEELTIMER_API Timer {
  public:
   virtual ~Timer() = default;
 

@@ -19,20 +19,21 @@
 #include <string_view>
 
 #include <wheeltimer/clock.hpp>
+#include <wheeltimer/config.hpp>
 
 namespace wheeltimer {
 
 enum class TaskState : std::uint8_t { waiting, running, finished, canceled };
 
 // "WAITING", "RUNNING", "FINISHED", "CANCELED".
-std::string_view to_string(TaskState state) noexcept;
+WHEELTIMER_API std::string_view to_string(TaskState state) noexcept;
 
 namespace detail {
 class TaskNode;
 class WheelCore;
 }
 
-class TimerFuture {
+class WHEELTIMER_API TimerFuture {
  public:
   // An empty handle: not valid(), state() canceled, waits return true at once.
   TimerFuture() noexcept = default;

@@ -17,11 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/executor.hpp>
 
 namespace wheeltimer {
 
-class CallerRunsPool final : public Executor {
+class WHEELTIMER_API CallerRunsPool final : public Executor {
  public:
   // Both arguments >= 1, else std::invalid_argument naming the value.
   CallerRunsPool(std::size_t threads, std::size_t queue_capacity);

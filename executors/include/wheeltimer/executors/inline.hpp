@@ -3,11 +3,12 @@
 // Stateless; any thread.
 #pragma once
 
+#include <wheeltimer/config.hpp>
 #include <wheeltimer/executor.hpp>
 
 namespace wheeltimer {
 
-class InlineExecutor final : public Executor {
+class WHEELTIMER_API InlineExecutor final : public Executor {
  public:
   // Runs `work` now. An exception from `work` reaches the caller; an empty Task is
   // std::invalid_argument.

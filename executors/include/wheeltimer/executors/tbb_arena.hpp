@@ -24,7 +24,7 @@
 
 namespace wheeltimer {
 
-class TbbArenaExecutor final : public Executor {
+class WHEELTIMER_API TbbArenaExecutor final : public Executor {
  public:
   // max_concurrency: tbb::task_arena::automatic (the default: as many threads as oneTBB has
   // workers, its allowed parallelism minus one, at least 1) or >= 1; other values are
