@@ -54,6 +54,28 @@ wheeltimer::TimerFuture exercise(std::shared_ptr<wheeltimer::Executor> executor,
   return handed_over;
 }
 
+// The library's exceptions are caught by their types in this program (their type_info is
+// exported from the shared library).
+void expect_catchable_errors() {
+  wheeltimer::HashedWheelTimer timer({.tick = 1ms, .max_pending = 1});
+  timer.schedule([] {}, 1h);  // the one task max_pending allows
+  bool rejected = false;
+  try {
+    timer.schedule([] {}, 1h);
+  } catch (const wheeltimer::Rejected&) {
+    rejected = true;
+  }
+  expect(rejected, "a schedule() past max_pending throws wheeltimer::Rejected");
+  timer.stop();
+  bool stopped = false;
+  try {
+    timer.schedule([] {}, 1h);
+  } catch (const wheeltimer::Stopped&) {
+    stopped = true;
+  }
+  expect(stopped, "a schedule() after stop() throws wheeltimer::Stopped");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +96,7 @@ int main(int argc, char** argv) {
   // The futures the first timers gave out still control the tasks the successor now holds.
   for (wheeltimer::TimerFuture& future : adopted) expect(future.cancel(), "the old future cancels");
   expect(successor.pending() == 0, "canceling through the old futures empties the successor");
+  expect_catchable_errors();
   std::printf("wheeltimer consumer (%s): %s\n", built.data(), failures == 0 ? "ok" : "FAILED");
   return failures == 0 ? 0 : 1;
 }
