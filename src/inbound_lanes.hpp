@@ -23,10 +23,9 @@
 #include <cstddef>
 #include <span>
 
-#include <concurrentqueue/concurrentqueue.h>
-
 #include <wheeltimer/clock.hpp>
 
+#include "moodycamel_queue.hpp"
 #include "task_node.hpp"
 
 namespace wheeltimer::detail {

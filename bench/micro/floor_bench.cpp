@@ -20,9 +20,9 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <concurrentqueue/concurrentqueue.h>
 #include <wheeltimer/clock.hpp>
 
+#include "moodycamel_queue.hpp"
 #include "registry.hpp"
 
 namespace micro {
