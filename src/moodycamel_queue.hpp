@@ -1,8 +1,8 @@
 // moodycamel's ConcurrentQueue, from where meson.build found it: the top of a dependency's include
-// folder (WHEELTIMER_CONCURRENTQUEUE_AT_TOP, as WrapDB's wrap provides it), or Debian's folder.
+// folder (as WrapDB's wrap provides it), or Debian's <concurrentqueue/concurrentqueue.h>.
 #pragma once
 
-#if defined(WHEELTIMER_CONCURRENTQUEUE_AT_TOP)
+#if __has_include(<concurrentqueue.h>)
 #include <concurrentqueue.h>
 #else
 #include <concurrentqueue/concurrentqueue.h>
