@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -49,7 +50,8 @@ struct Probe {
   Clock::time_point ran_at{};
 };
 
-enum class Fate { waiting, finished, canceled, handed_back };
+// waiting: in a timer's wheel or queues; queued: handed to the held executor, not started.
+enum class Fate { waiting, queued, finished, canceled, handed_back };
 enum class Throws { nothing, an_int, a_runtime_error };
 
 // Whether `error` is what a task that `throws` left in its future: nothing, the int 7, or the
@@ -67,12 +69,61 @@ bool threw(const std::exception_ptr& error, Throws throws) {
   }
 }
 
+// An executor the model drives. It keeps what it is given until release_all(), or refuses it
+// (execute() throws) after dropping it, keeping it, or running it, so the model sees tasks queued
+// in an executor meet cancel(), stop() and adopt(), and wrappers that start after their task was
+// canceled, handed back or adopted elsewhere.
+class HeldExecutor final : public Executor {
+ public:
+  enum class Mode : std::uint8_t { hold, refuse, hold_and_refuse, run_and_refuse };
+
+  void set_mode(Mode mode) {
+    const std::lock_guard lock(mutex_);
+    mode_ = mode;
+  }
+
+  // On the indicator's thread.
+  void execute(Task work) override {
+    std::unique_lock lock(mutex_);
+    switch (mode_) {
+      case Mode::hold:
+        held_.push_back(std::move(work));
+        return;
+      case Mode::refuse:
+        break;
+      case Mode::hold_and_refuse:
+        held_.push_back(std::move(work));
+        break;
+      case Mode::run_and_refuse:
+        lock.unlock();
+        work();
+        break;
+    }
+    throw std::runtime_error("executor refused");
+  }
+
+  // Runs everything held so far on the calling thread, in the order it came.
+  void release_all() {
+    std::deque<Task> work;
+    {
+      const std::lock_guard lock(mutex_);
+      work.swap(held_);
+    }
+    for (Task& each : work) each();
+  }
+
+ private:
+  std::mutex mutex_;
+  Mode mode_ = Mode::hold;
+  std::deque<Task> held_;
+};
+
 struct ModelTask {
   TimerFuture future;
   Clock::time_point deadline;
   Throws throws = Throws::nothing;
   Fate fate = Fate::waiting;
-  int owner = -1;                 // the timer it waits in, while fate == waiting
+  int owner = -1;                 // the timer it waits in, while waiting or queued
   Clock::time_point ran_at;       // the clock's time when the model saw it become due
   bool run_by_caller = false;     // PendingTask::run(): no deadline applies
 };
@@ -94,10 +145,15 @@ class Checker {
     options_.tick = kTick;
     options_.wheel_size = std::size_t{1} << (setup % 7);  // 1 .. 64 slots
     options_.max_pending = limit % 4 == 0 ? (limit >> 2) % 8 + 1 : 0;  // a quarter have a limit
-    switch ((setup >> 3) % 4) {
+    options_.on_error = [errors = errors_](std::exception_ptr) { errors->fetch_add(1); };
+    switch ((setup >> 3) % 5) {
       case 0: break;  // inline on the indicator
       case 1: options_.executor = std::make_shared<InlineExecutor>(); break;
       case 2: options_.executor = std::make_shared<CallerRunsPool>(1, 2); break;
+      case 3:
+        held_ = std::make_shared<HeldExecutor>();
+        options_.executor = held_;
+        break;
       default:
 #if WHEELTIMER_HAS_TBB
         options_.executor = std::make_shared<TbbArenaExecutor>(1);
@@ -106,14 +162,15 @@ class Checker {
 #endif
         break;
     }
-    inline_ = !options_.executor || dynamic_cast<InlineExecutor*>(options_.executor.get());
+    inline_ = !options_.executor || dynamic_cast<InlineExecutor*>(options_.executor.get()) ||
+              held_ != nullptr;  // the held executor takes or refuses work on the indicator
     add_timer();
   }
 
   std::string run() {
     for (std::size_t step = 0; step < kMaxOperations && !bytes_.empty() && error_.empty(); ++step) {
       const std::uint8_t op = bytes_.next();
-      switch (op % 8) {
+      switch (op % 10) {
         case 0:
         case 1: schedule(); break;
         case 2: cancel(); break;
@@ -121,7 +178,9 @@ class Checker {
         case 4: stop(timer_for(bytes_.next())); break;
         case 5: adopt(); break;
         case 6: run_handed_back(); break;
-        default: drop_handed_back(); break;
+        case 7: drop_handed_back(); break;
+        case 8: release_held(); break;
+        default: set_held_mode(bytes_.next()); break;
       }
       if (error_.empty()) check("after operation " + std::to_string(step));
     }
@@ -143,26 +202,76 @@ class Checker {
     return 1;
   }
 
+  // Accepted by `timer` and not started, canceled or handed back: what its pending() counts.
   std::size_t waiting_in(int timer) const {
     return static_cast<std::size_t>(std::count_if(tasks_.begin(), tasks_.end(), [&](const auto& t) {
-      return t.fate == Fate::waiting && t.owner == timer;
+      return not_started(t) && t.owner == timer;
     }));
+  }
+  static bool not_started(const ModelTask& task) {
+    return task.fate == Fate::waiting || task.fate == Fate::queued;
   }
 
   // A task runs at the first clock reading at or after its deadline: within the advance() that
   // reaches it, or right after schedule()/adopt() if it is already due (which wakes the indicator;
-  // advance(0) waits for it to finish). Marks every waiting task due by now as finished.
+  // advance(0) waits for it to finish). Marks every waiting task due by now as finished, or as
+  // the held executor's mode says.
   void settle_due() {
     const Clock::time_point now = clock_->now();
     for (ModelTask& task : tasks_) {
       if (task.fate != Fate::waiting || task.deadline > now) continue;
+      if (held_) {
+        dispatch_to_held(task, now);
+        continue;
+      }
       // An inline task has run by the time advance() returns; a pool may still be running it.
       if (!inline_ && !task.future.wait_for(kDueWithin)) {
         return fail("a task due at " + describe(task.deadline) + " never finished");
       }
-      task.fate = Fate::finished;
-      task.ran_at = now;
+      finished(task, now);
     }
+  }
+
+  // A timer ran the task at `now` (on_error hears what it threw).
+  void finished(ModelTask& task, Clock::time_point now) {
+    task.fate = Fate::finished;
+    task.ran_at = now;
+    if (task.throws != Throws::nothing) ++expected_errors_;
+  }
+
+  // What the indicator's execute() call on the held executor did with a due task. A refusal goes
+  // to on_error and cancels the task, unless the executor ran it first.
+  void dispatch_to_held(ModelTask& task, Clock::time_point now) {
+    switch (held_mode_) {
+      case HeldExecutor::Mode::hold:
+        task.fate = Fate::queued;
+        return;
+      case HeldExecutor::Mode::refuse:
+      case HeldExecutor::Mode::hold_and_refuse:
+        task.fate = Fate::canceled;
+        break;
+      case HeldExecutor::Mode::run_and_refuse:
+        finished(task, now);
+        break;
+    }
+    ++expected_errors_;
+  }
+
+  // Runs every wrapper the held executor keeps: each queued task runs now, and the wrappers of
+  // tasks canceled, refused, handed back or adopted since then start nothing.
+  void release_held() {
+    if (!held_) return;
+    held_->release_all();
+    const Clock::time_point now = clock_->now();
+    for (ModelTask& task : tasks_) {
+      if (task.fate == Fate::queued) finished(task, now);
+    }
+  }
+
+  void set_held_mode(std::uint8_t byte) {
+    if (!held_) return;
+    held_mode_ = static_cast<HeldExecutor::Mode>(byte % 4);
+    held_->set_mode(held_mode_);
   }
 
   void run_if_due(const ModelTask& task) {
@@ -242,7 +351,7 @@ class Checker {
     const std::uint8_t which = bytes_.next();
     if (tasks_.empty()) return;
     ModelTask& task = tasks_[which % tasks_.size()];
-    const bool expected = task.fate == Fate::waiting || task.fate == Fate::handed_back;
+    const bool expected = not_started(task) || task.fate == Fate::handed_back;
     const bool got = task.future.cancel();
     if (got != expected) return fail("cancel() returned " + std::to_string(got));
     if (got) task.fate = Fate::canceled;
@@ -269,7 +378,7 @@ class Checker {
     model.stopped = true;
     std::vector<std::size_t> expected;
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
-      if (tasks_[i].fate == Fate::waiting && tasks_[i].owner == timer) expected.push_back(i);
+      if (not_started(tasks_[i]) && tasks_[i].owner == timer) expected.push_back(i);
     }
     if (returned.size() != expected.size()) {
       return fail("stop() returned " + std::to_string(returned.size()) + " tasks, expected " +
@@ -286,7 +395,7 @@ class Checker {
       const auto match = std::find_if(expected.begin(), expected.end(), [&](std::size_t index) {
         return tasks_[index].future == future;
       });
-      if (match == expected.end()) return fail("stop() returned a task that was not waiting");
+      if (match == expected.end()) return fail("stop() returned a task that had started");
       ModelTask& task = tasks_[*match];
       if (returned[i].deadline() != task.deadline) return fail("a handed-back deadline changed");
       task.fate = Fate::handed_back;
@@ -349,6 +458,7 @@ class Checker {
   }
 
   // Stops every timer and drops what they hand back: every task must end FINISHED or CANCELED.
+  // Then what the held executor still keeps runs, and must start nothing.
   void finish() {
     for (std::size_t timer = 0; timer < timers_.size() && error_.empty(); ++timer) {
       stop(static_cast<int>(timer));
@@ -359,6 +469,7 @@ class Checker {
       ModelTask& task = tasks_[entry.model_index];
       if (task.fate == Fate::handed_back) task.fate = Fate::canceled;
     }
+    release_held();
     if (error_.empty()) check("at the end");
   }
 
@@ -369,7 +480,7 @@ class Checker {
       const Probe& probe = probes_[i];
       const TaskState expected = task.fate == Fate::finished   ? TaskState::finished
                                  : task.fate == Fate::canceled ? TaskState::canceled
-                                                               : TaskState::waiting;
+                                                               : TaskState::waiting;  // or queued
       const std::string which = when + ", task " + std::to_string(i) + " (deadline " +
                                 describe(task.deadline) + ", now " + describe(now) + ")";
       if (task.future.state() != expected) {
@@ -392,6 +503,10 @@ class Checker {
       if (!threw(task.future.exception(), task.throws)) {
         return fail(which + ": exception() is not what the task threw");
       }
+    }
+    if (error_.empty() && errors_->load() != expected_errors_) {
+      fail(when + ": on_error was told " + std::to_string(errors_->load()) + " times, model says " +
+           std::to_string(expected_errors_));
     }
     for (std::size_t timer = 0; timer < timers_.size() && error_.empty(); ++timer) {
       const std::size_t expected = timers_[timer].stopped ? 0 : waiting_in(static_cast<int>(timer));
@@ -419,6 +534,11 @@ class Checker {
   std::deque<Probe> probes_;
   std::shared_ptr<ManualClock> clock_ = ManualClock::create();
   const Clock::time_point origin_ = clock_->now();
+  // Counts on_error's calls; shared, as the timers' copies of on_error may outlive this checker.
+  std::shared_ptr<std::atomic<int>> errors_ = std::make_shared<std::atomic<int>>(0);
+  int expected_errors_ = 0;
+  std::shared_ptr<HeldExecutor> held_;  // when the timers' executor is the held one
+  HeldExecutor::Mode held_mode_ = HeldExecutor::Mode::hold;
   TimerOptions options_;
   bool inline_ = true;
   std::vector<ModelTimer> timers_;
