@@ -54,26 +54,27 @@ wheeltimer::TimerFuture exercise(std::shared_ptr<wheeltimer::Executor> executor,
   return handed_over;
 }
 
+// Whether `call` throws an `Error`.
+template <class Error, class Call>
+bool throws(Call call) {
+  try {
+    call();
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
+}
+
 // The library's exceptions are caught by their types in this program (their type_info is
 // exported from the shared library).
 void expect_catchable_errors() {
   wheeltimer::HashedWheelTimer timer({.tick = 1ms, .max_pending = 1});
   timer.schedule([] {}, 1h);  // the one task max_pending allows
-  bool rejected = false;
-  try {
-    timer.schedule([] {}, 1h);
-  } catch (const wheeltimer::Rejected&) {
-    rejected = true;
-  }
-  expect(rejected, "a schedule() past max_pending throws wheeltimer::Rejected");
+  expect(throws<wheeltimer::Rejected>([&timer] { timer.schedule([] {}, 1h); }),
+         "a schedule() past max_pending throws wheeltimer::Rejected");
   timer.stop();
-  bool stopped = false;
-  try {
-    timer.schedule([] {}, 1h);
-  } catch (const wheeltimer::Stopped&) {
-    stopped = true;
-  }
-  expect(stopped, "a schedule() after stop() throws wheeltimer::Stopped");
+  expect(throws<wheeltimer::Stopped>([&timer] { timer.schedule([] {}, 1h); }),
+         "a schedule() after stop() throws wheeltimer::Stopped");
 }
 
 }  // namespace
