@@ -17,6 +17,7 @@
 
 #include <wheeltimer/errors.hpp>
 
+#include "indicator_steps.hpp"
 #include "take_in_turn.hpp"
 
 namespace wheeltimer::detail {
@@ -418,7 +419,8 @@ void WheelCore::run_indicator() {
     }
     if (more_canceled) continue;  // no sleep while the lists taken still hold canceled nodes
 
-    const Clock::rep wake_at = next_wake().time_since_epoch().count();
+    const Clock::rep wake_at =
+        next_wake(wheel_, due_, lookahead_ticks_).time_since_epoch().count();
     wake_at_.store(wake_at, std::memory_order_relaxed);
     // Pairs with the ones in after_push() and ask_to_unlink(): see "Waking" in the header.
     store_load_barrier();
@@ -430,18 +432,6 @@ void WheelCore::run_indicator() {
     wake_at_.store(kAwake, std::memory_order_relaxed);
     if (!running) return;
   } while (true);
-}
-
-Clock::time_point WheelCore::next_wake() {
-  // The wheel's next event is handled lookahead_ticks_ before it.
-  const std::uint64_t event = wheel_.next_event();
-  const Clock::time_point event_time =
-      wheel_.tick_time(event == Wheel::kNever ? event : event - std::min(event, lookahead_ticks_));
-  return std::min(event_time, due_.earliest());
-}
-
-std::uint64_t WheelCore::saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept {
-  return tick > Wheel::kNever - 1 - ticks ? Wheel::kNever - 1 : tick + ticks;
 }
 
 void WheelCore::transfer_inbound() {

@@ -124,8 +124,6 @@ class WheelCore {
   bool for_each_canceled(std::size_t limit, Handle&& handle) noexcept;
   // Starts every due task whose deadline has come, in deadline order.
   void fire_due(Clock::time_point now);
-  Clock::time_point next_wake();
-  static std::uint64_t saturating_tick_add(std::uint64_t tick, std::uint64_t ticks) noexcept;
   void dispatch(TaskNode* node);
   // The executor's refusal of a dispatched node (or no memory to track it): `why` goes to
   // on_error, and the task is canceled.
