@@ -65,8 +65,7 @@ bool throws(Call call) {
   return false;
 }
 
-// The library's exceptions are caught by their types in this program (their type_info is
-// exported from the shared library).
+// The library's exceptions reach this program and are caught by their types.
 void expect_catchable_errors() {
   wheeltimer::HashedWheelTimer timer({.tick = 1ms, .max_pending = 1});
   timer.schedule([] {}, 1h);  // the one task max_pending allows
