@@ -1,9 +1,12 @@
-// moodycamel's ConcurrentQueue, from where meson.build found it: the top of a dependency's include
-// folder (WrapDB's wrap), its moodycamel/ folder (moodycamel's own CMake package), or Debian's
-// <concurrentqueue/concurrentqueue.h>.
+// moodycamel's ConcurrentQueue, from where meson.build found it: Debian's folder (no dependency
+// was found; meson.build says so with WHEELTIMER_CONCURRENTQUEUE_IN_ITS_FOLDER), or a dependency's
+// include folder, which holds it at the top (WrapDB's wrap) or in moodycamel/ (moodycamel's own
+// CMake package).
 #pragma once
 
-#if __has_include(<concurrentqueue.h>)
+#if defined(WHEELTIMER_CONCURRENTQUEUE_IN_ITS_FOLDER)
+#include <concurrentqueue/concurrentqueue.h>
+#elif __has_include(<concurrentqueue.h>)
 #include <concurrentqueue.h>
 #elif __has_include(<moodycamel/concurrentqueue.h>)
 #include <moodycamel/concurrentqueue.h>

@@ -38,7 +38,8 @@ class WHEELTIMER_API HashedWheelTimer final : public Timer {
   // Starts the indicator thread. Invalid options (tick <= 0, wheel_size 0 or > 2^30) are
   // std::invalid_argument naming the value; no thread or no memory to be had, std::system_error
   // or std::bad_alloc. A constructor that throws releases options.executor as the destructor would.
-  explicit HashedWheelTimer(TimerOptions options = {});
+  // Tagged with the std::string ABI that TimerOptions::thread_name has (see config.hpp).
+  WHEELTIMER_STRING_ABI_TAG explicit HashedWheelTimer(TimerOptions options = {});
   // stop(), discarding what it returns (those tasks are canceled). Out of memory, it cancels them
   // without handing them back, so it never fails.
   ~HashedWheelTimer() override;

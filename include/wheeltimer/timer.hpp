@@ -22,7 +22,7 @@
 
 namespace wheeltimer {
 
-struct WHEELTIMER_STRING_ABI_TAG TimerOptions {
+struct TimerOptions {
   // Length of one tick of the wheel; > 0. Tasks fire on the first tick at or after their deadline.
   Clock::duration tick = std::chrono::milliseconds(1);
   // Slots in the wheel, rounded up to a power of two; 1 .. 2^30.
