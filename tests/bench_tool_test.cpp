@@ -56,6 +56,37 @@ TEST(BenchCommandLine, RefusesValuesThatWouldOverflowOrAreNotNumbers) {
   expect_refused({"--executor", "pool", "--threads", "4294967297"}, "got 4294967297");
 }
 
+// CLI11 reads "010" as eight and "0x10" as sixteen; a check that read them as decimal let
+// `fire --timers 010` run 8 timers. Whole numbers are plain decimal digits, or refused.
+TEST(BenchCommandLine, WholeNumbersArePlainDecimalDigits) {
+  expect_refused({"fire", "--timers", "010"}, "got 010");
+  expect_refused({"--seed", "0x10"}, "not a whole number: 0x10");
+  expect_refused({"--runs", "1e3"}, "not a whole number: 1e3");
+  expect_refused({"--wheel", "1.5"}, "not a whole number: 1.5");
+  expect_refused({"--seed", ""}, "not a whole number: ");
+  expect_refused({"--seed", "-1"}, "must be at least 0, got -1");
+  expect_refused({"--seed", "18446744073709551616"}, "got 18446744073709551616");
+  expect_refused({"far", "--far", "-0"}, "must be at least 0, got -0");
+  const Parsed parsed = parse({"fire", "--timers", "10", "--seed", "18446744073709551615"});
+  ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
+  EXPECT_EQ(parsed.outcome.command->fire.timers, 10u);
+  EXPECT_EQ(parsed.outcome.command->common.seed, 18446744073709551615u);
+}
+
+TEST(BenchCommandLine, RefusesFlagsTheExecutorWouldIgnore) {
+  expect_refused({"idle", "--threads", "5"}, "--threads: the inline executor has no use for it");
+  expect_refused({"idle", "--executor", "tbb", "--queue", "3"}, "--queue: the tbb executor");
+  const Parsed parsed = parse({"idle", "--executor", "pool", "--threads", "5", "--queue", "3"});
+  ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
+  EXPECT_EQ(parsed.outcome.command->common.queue, 3u);
+}
+
+TEST(BenchCommandLine, RealNumbersAreDecimalAndInRange) {
+  expect_refused({"fire", "--spread-ms", "0x10"}, "not a number: 0x10");
+  expect_refused({"fire", "--spread-ms", "1e-400"}, "out of range: 1e-400");
+  expect_refused({"idle", "--seconds", "1e-12"}, "got 1e-12");  // rounds to 0 ns
+}
+
 TEST(BenchCommandLine, TheShowcaseRefusesFlagsItWouldIgnore) {
   expect_refused({"--runs", "3"}, "--runs");
   expect_refused({"showcase", "--executor", "pool"}, "--executor");
@@ -65,8 +96,8 @@ TEST(BenchCommandLine, TheShowcaseRefusesFlagsItWouldIgnore) {
 }
 
 TEST(BenchCommandLine, TakesTheLimitsItStates) {
-  const Parsed parsed = parse({"fire", "--tick-us", "0.001", "--spread-ms", "0", "--threads",
-                               "2147483647", "--timers", "10"});
+  const Parsed parsed = parse({"fire", "--tick-us", "0.001", "--spread-ms", "0", "--executor",
+                               "pool", "--threads", "2147483647", "--timers", "10"});
   ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
   EXPECT_EQ(parsed.outcome.command->workload, Workload::fire);
   EXPECT_EQ(parsed.outcome.command->common.threads, 2147483647u);

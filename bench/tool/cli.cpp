@@ -1,8 +1,12 @@
 #include "cli.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 
@@ -14,17 +18,18 @@ namespace {
 
 // Number checks with plain messages (CLI11's ranges print the type's whole span, and let NaN
 // through). Every flag has an upper bound: a duration must fit in 64-bit nanoseconds, and a count
-// in the type it lands in, or it would wrap to a value the user never typed.
+// in the type it lands in, or it would wrap to a value the user never typed. Only plain decimal
+// text passes: CLI11 reads an integer with a leading 0 as octal and one with 0x as hex, so a
+// check that read "010" as ten would let eight through.
 
-CLI::Validator number_check(double least, bool least_ok, double most, std::string name) {
+CLI::Validator real_check(double least, bool least_ok, double most, std::string name) {
   return CLI::Validator(
       [least, least_ok, most](std::string& input) -> std::string {
         double value = 0;
-        try {
-          value = std::stod(input);
-        } catch (const std::exception&) {
-          return "not a number: " + input;
-        }
+        const char* end = input.data() + input.size();
+        const auto [stop, error] = std::from_chars(input.data(), end, value);
+        if (error == std::errc::result_out_of_range) return "out of range: " + input;
+        if (error != std::errc() || stop != end) return "not a number: " + input;
         if (!std::isfinite(value)) return "not a finite number: " + input;
         if (value < least || (!least_ok && value == least)) {
           return std::string(least_ok ? "must be at least " : "must be more than ") +
@@ -36,25 +41,55 @@ CLI::Validator number_check(double least, bool least_ok, double most, std::strin
       std::move(name));
 }
 
+CLI::Validator whole_check(std::uint64_t least, std::uint64_t most, std::string name) {
+  return CLI::Validator(
+      [least, most](std::string& input) -> std::string {
+        const std::string got = ", got " + input;
+        const std::string too_small = "must be at least " + std::to_string(least) + got;
+        const std::string too_big = "must be at most " + std::to_string(most) + got;
+        const bool negative = !input.empty() && input[0] == '-';
+        const std::string_view digits = std::string_view(input).substr(negative ? 1 : 0);
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+          return "not a whole number: " + input;
+        }
+        if (digits.size() > 1 && digits[0] == '0') {
+          return "write it without leading zeros (CLI11 would read it as octal), got " + input;
+        }
+        if (negative) return too_small;  // "-0" too: CLI11 would not convert it
+        std::uint64_t value = 0;
+        // Only digits are left, so the parse stops at the end or overflows.
+        const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (parsed.ec == std::errc::result_out_of_range || value > most) return too_big;
+        if (value < least) return too_small;
+        return "";
+      },
+      std::move(name));
+}
+
 // Durations are capped at a million seconds (about 11.6 days), in each flag's unit.
 constexpr double kMaxSeconds = 1e6;
-const CLI::Validator positive = number_check(0, false, 1e15, "POSITIVE");
-const CLI::Validator non_negative = number_check(0, true, 1e15, "NON-NEGATIVE");
-const CLI::Validator fraction = number_check(0, true, 1, "FRACTION");
-const CLI::Validator seconds = number_check(0, false, kMaxSeconds, "SECONDS");
-const CLI::Validator ms_or_zero = number_check(0, true, kMaxSeconds * 1e3, "MS");
+constexpr std::uint64_t kMaxCount = 1'000'000'000'000'000;  // 1e15
+const CLI::Validator positive_count = whole_check(1, kMaxCount, "POSITIVE");
+const CLI::Validator count_or_zero = whole_check(0, kMaxCount, "NON-NEGATIVE");
+const CLI::Validator positive_rate = real_check(0, false, 1e15, "POSITIVE");
+const CLI::Validator fraction = real_check(0, true, 1, "FRACTION");
+// At least a nanosecond, the clock's unit: a shorter window would be rounded to nothing.
+const CLI::Validator seconds = real_check(1e-9, true, kMaxSeconds, "SECONDS");
+const CLI::Validator ms_or_zero = real_check(0, true, kMaxSeconds * 1e3, "MS");
 // A tick of at least one nanosecond, the clock's unit (a shorter one would be rounded up to it).
-const CLI::Validator tick_us = number_check(1e-3, true, kMaxSeconds * 1e6, "US");
+const CLI::Validator tick_us = real_check(1e-3, true, kMaxSeconds * 1e6, "US");
 // TbbArenaExecutor takes an int.
 const CLI::Validator thread_count =
-    number_check(0, true, std::numeric_limits<int>::max(), "NON-NEGATIVE");
+    whole_check(0, std::numeric_limits<int>::max(), "NON-NEGATIVE");
+const CLI::Validator wheel_slots = whole_check(1, std::uint64_t{1} << 30, "SLOTS");
+const CLI::Validator seed = whole_check(0, std::numeric_limits<std::uint64_t>::max(), "UINT64");
 
 void add_common(CLI::App& app, CommonSettings& common) {
   app.add_option("--tick-us", common.tick_us, "Tick length in microseconds")
       ->check(tick_us)
       ->capture_default_str();
   app.add_option("--wheel", common.wheel, "Wheel slots (rounded up to a power of two)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->check(wheel_slots)
       ->capture_default_str();
   app.add_option("--executor", common.executor, "Where tasks run")
       ->check(CLI::IsMember(executor_names()))
@@ -64,18 +99,21 @@ void add_common(CLI::App& app, CommonSettings& common) {
       ->check(thread_count)
       ->capture_default_str();
   app.add_option("--queue", common.queue, "CallerRunsPool queue capacity")
-      ->check(positive)
+      ->check(positive_count)
       ->capture_default_str();
   app.add_option("--runs", common.runs, "Repeat the workload; the table adds a median column")
-      ->check(positive)
+      ->check(positive_count)
       ->capture_default_str();
   app.add_option("--seed", common.seed, "Seed for random deadlines and the choice of slow tasks")
+      ->check(seed)
       ->capture_default_str();
   app.add_flag("--json", common.json, "One JSON line per run instead of the table");
 }
 
 void add_slow_options(CLI::App& sub, SlowSettings& slow) {
-  sub.add_option("--timers", slow.timers, "Tasks in all")->check(positive)->capture_default_str();
+  sub.add_option("--timers", slow.timers, "Tasks in all")
+      ->check(positive_count)
+      ->capture_default_str();
   sub.add_option("--spread-ms", slow.spread_ms, "Deadlines uniform over this many ms")
       ->check(ms_or_zero)
       ->capture_default_str();
@@ -118,7 +156,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
   auto* fire =
       app.add_subcommand("fire", "N timers due uniformly over S ms: lateness, wall and CPU time");
   fire->add_option("--timers", command.fire.timers, "Timers to fire")
-      ->check(positive)
+      ->check(positive_count)
       ->capture_default_str();
   fire->add_option("--spread-ms", command.fire.spread_ms, "Deadlines uniform over this many ms")
       ->check(ms_or_zero)
@@ -134,7 +172,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
 
   auto* far = app.add_subcommand("far", "N timers far out while near timers run: CPU per second");
   far->add_option("--far", command.far.far, "Far timers (0 for the baseline)")
-      ->check(non_negative)
+      ->check(count_or_zero)
       ->capture_default_str();
   far->add_option("--far-s", command.far.far_s, "How far out, in seconds")
       ->check(seconds)
@@ -143,7 +181,7 @@ ParseOutcome parse_command_line(int argc, char** argv) {
       ->check(seconds)
       ->capture_default_str();
   far->add_option("--near-rate", command.far.near_rate, "Near timers scheduled per second")
-      ->check(positive)
+      ->check(positive_rate)
       ->capture_default_str();
   far->add_option("--near-ms", command.far.near_ms,
                   "Near timers' delays are uniform over [0, this] ms")
@@ -152,13 +190,15 @@ ParseOutcome parse_command_line(int argc, char** argv) {
 
   auto* schedule =
       app.add_subcommand("schedule", "ns per schedule and per cancel, bytes per pending timer");
-  schedule->add_option("--timers", command.schedule.timers, "Timers in all")
-      ->check(positive)
+  schedule
+      ->add_option("--timers", command.schedule.timers,
+                   "Timers in all (the bytes per timer include fixed costs: use a million)")
+      ->check(positive_count)
       ->capture_default_str();
   schedule
       ->add_option("--producers", command.schedule.producers,
                    "Threads that schedule (and then cancel)")
-      ->check(positive)
+      ->check(positive_count)
       ->capture_default_str();
   schedule->add_option("--delay-s", command.schedule.delay_s, "Delay of the timers, in seconds")
       ->check(seconds)
@@ -177,6 +217,18 @@ ParseOutcome parse_command_line(int argc, char** argv) {
                                                     {schedule, Workload::schedule}};
   for (const auto& [sub, workload] : choices) {
     if (sub->parsed()) command.workload = workload;
+  }
+  // A flag the run would ignore is refused: the JSON settings would not show it had no effect.
+  if (command.workload != Workload::showcase) {
+    const std::string& executor = command.common.executor;
+    const char* ignored = nullptr;
+    if (executor == "inline" && app.get_option("--threads")->count() != 0) ignored = "--threads";
+    if (executor != "pool" && app.get_option("--queue")->count() != 0) ignored = "--queue";
+    if (ignored != nullptr) {
+      std::fprintf(stderr, "%s: the %s executor has no use for it\nRun with --help for more "
+                   "information.\n", ignored, executor.c_str());
+      return {std::nullopt, 2};
+    }
   }
   if (command.workload == Workload::showcase) {
     for (const char* flag : {"--runs", "--executor"}) {
