@@ -5,7 +5,9 @@
 // deadline, never ran or ran twice, 2 for a bad command line or an error.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -104,7 +106,14 @@ int main(int argc, char** argv) {
   const auto parsed = wheeltimer_bench::parse_command_line(argc, argv);
   if (!parsed.command) return parsed.exit_code;
   try {
-    return wheeltimer_bench::run(*parsed.command);
+    const int code = wheeltimer_bench::run(*parsed.command);
+    // Results that could not be written (a full disk, a closed pipe) are no results.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      std::fprintf(stderr, "wheeltimer-bench: could not write the results: %s\n",
+                   std::strerror(errno));
+      return 2;
+    }
+    return code;
   } catch (const std::exception& error) {
     // std::length_error: a vector asked for more than it can ever hold, out of memory too.
     const bool no_memory = dynamic_cast<const std::bad_alloc*>(&error) != nullptr ||

@@ -83,8 +83,8 @@ Report run_far(const CommonSettings& common, const FarSettings& far, const Progr
   Report report;
   report.workload = "far";
   report.title = with_commas(far.far) + " timers " +
-                 std::to_string(static_cast<long long>(far.far_s)) + " s out, while " +
-                 with_commas(static_cast<std::size_t>(far.near_rate)) + " near timers a second run";
+                 readable(far.far_s) + " s out, while " + readable(far.near_rate) +
+                 " near timers a second run";
   report.settings = common_settings(common, choice.label);
   report.settings["far"] = far.far;
   report.settings["far_s"] = far.far_s;

@@ -44,7 +44,7 @@ Report run_fire(const CommonSettings& common, const FireSettings& fire,
   Report report;
   report.workload = "fire";
   report.title = with_commas(count) + " timers due uniformly over " +
-                 std::to_string(static_cast<long long>(fire.spread_ms)) + " ms";
+                 readable(fire.spread_ms) + " ms";
   report.settings = common_settings(common, choice.label);
   report.settings["timers"] = count;
   report.settings["spread_ms"] = fire.spread_ms;
@@ -59,8 +59,9 @@ Report run_fire(const CommonSettings& common, const FireSettings& fire,
   report.add("cpu_user_s", "  of which user (s)", total.user_s, 3);
   report.add("cpu_sys_s", "  of which system (s)", total.sys_s, 3);
   report.add("schedule_loop_cpu_s", "CPU while the loop scheduled (s)", scheduling.cpu_s, 3);
-  // A sleeping thread that wakes up counts one voluntary switch: mostly the indicator's wake-ups.
-  report.add("voluntary_switches", "voluntary context switches (wake-ups)",
+  // A sleeping thread that wakes up counts one voluntary switch: mostly the indicator's wake-ups
+  // (the tool's own thread, waiting for the log, is left out).
+  report.add("voluntary_switches", "timer's voluntary context switches (wake-ups)",
              static_cast<double>(total.voluntary_switches));
   report.add("schedule_loop_ns_per_timer", "schedule loop, wall per timer (ns)",
              scheduling.wall_s * 1e9 / static_cast<double>(count ? count : 1), 1);

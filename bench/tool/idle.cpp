@@ -25,14 +25,15 @@ Report run_idle(const CommonSettings& common, const IdleSettings& idle) {
   Report report;
   report.workload = "idle";
   report.title = "a timer with nothing scheduled, for " +
-                 std::to_string(static_cast<long long>(idle.seconds)) + " s";
+                 readable(idle.seconds) + " s";
   report.settings = common_settings(common, choice.label);
   report.settings["seconds"] = idle.seconds;
   report.add("wall_s", "wall (s)", used.wall_s, 3);
   report.add("cpu_s", "CPU, all threads (s)", used.cpu_s, 4);
   report.add("cpu_percent_of_core", "CPU (% of one core)", 100.0 * used.cpu_s / used.wall_s, 3);
-  // A sleeping thread that wakes up and sleeps again counts one voluntary switch.
-  report.add("wakeups_per_s", "wake-ups per second (voluntary switches)",
+  // A sleeping thread that wakes up and sleeps again counts one voluntary switch. The tool's own
+  // thread, asleep through the window, is left out.
+  report.add("wakeups_per_s", "timer's wake-ups per second (voluntary switches)",
              static_cast<double>(used.voluntary_switches) / used.wall_s, 1);
   report.add("nominal_ticks_per_s", "ticks per second at this tick",
              1e9 / static_cast<double>(tick_of(common).count()), 1);

@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -48,7 +49,7 @@ nlohmann::ordered_json common_settings(const CommonSettings& common, const std::
   // The tick the timer was given: --tick-us rounded up to whole nanoseconds.
   const double tick_us = std::chrono::duration<double, std::micro>(tick_of(common)).count();
   return {{"tick_us", tick_us},
-          {"wheel", common.wheel},
+          {"wheel", std::bit_ceil(common.wheel)},  // the slots the timer has
           {"executor", executor},
           {"seed", common.seed},
           {"hardware_threads", std::thread::hardware_concurrency()},
@@ -126,6 +127,11 @@ std::string with_commas(std::size_t value) {
     out += digits[i];
   }
   return out;
+}
+
+std::string readable(double value) {
+  const bool whole = value >= 0 && value < 1e15 && value == std::floor(value);
+  return whole ? with_commas(static_cast<std::size_t>(value)) : shortest(value);
 }
 
 std::string shortest(double value) {

@@ -51,5 +51,7 @@ std::string with_commas(std::size_t value);
 
 // A flag's value as a user would type it: 0.01, 2147483647, 1e+15 (printf's %.15g).
 std::string shortest(double value);
+// A number for a sentence: with commas if whole (1,000), else as shortest() gives it (0.5).
+std::string readable(double value);
 
 }  // namespace wheeltimer_bench

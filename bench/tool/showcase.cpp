@@ -1,5 +1,6 @@
 // The showcase wheeltimer-bench runs with no arguments: the slow workload through each executor,
 // with a live progress line, then one side-by-side table and a sentence on what it shows.
+#include <bit>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -49,14 +50,16 @@ std::string format(const char* pattern, auto... values) {
 int run_showcase(const CommonSettings& common, const SlowSettings& slow) {
   std::vector<std::string> executors = executor_names();
   const bool table = !common.json;
+  refuse_all_slow(slow);  // before the banner, which would promise a run
   if (table) {
     print_wrapped(format(
-        "wheeltimer-bench showcase: %s timers due over %.0f s, once per executor. %.2g%% of the "
-        "callbacks block for %.0f ms, like a callback waiting on IO; the table shows how late the "
-        "OTHER timers start (start minus deadline). Tick %.0f us, wheel %zu. "
+        "wheeltimer-bench showcase: %s timers due over %s s, once per executor. %s%% of the "
+        "callbacks block for %s ms, like a callback waiting on IO; the table shows how late the "
+        "OTHER timers start (start minus deadline). Tick %s us, wheel %zu. "
         "`wheeltimer-bench --help` lists the other workloads.",
-        with_commas(slow.timers).c_str(), slow.spread_ms / 1000, slow.slow_fraction * 100,
-        slow.slow_ms, common.tick_us, common.wheel));
+        with_commas(slow.timers).c_str(), readable(slow.spread_ms / 1000).c_str(),
+        readable(slow.slow_fraction * 100).c_str(), readable(slow.slow_ms).c_str(),
+        readable(common.tick_us).c_str(), std::bit_ceil(common.wheel)));
     std::printf("\n");
   }
 
@@ -95,16 +98,16 @@ int run_showcase(const CommonSettings& common, const SlowSettings& slow) {
   const SlowResult& inline_run = results[0];
   const SlowResult& pool_run = results[1];
   std::string sentence = format(
-      "Run inline, each %.0f ms callback holds up the ticking thread, so the other timers' p99 "
+      "Run inline, each %s ms callback holds up the ticking thread, so the other timers' p99 "
       "lateness was %s ms; CallerRunsPool runs callbacks on its own %zu threads and kept it at "
       "%s ms (%.1f ticks).",
-      slow.slow_ms, ms(inline_run.others.p99_ms).c_str(), pool_threads(common),
+      readable(slow.slow_ms).c_str(), ms(inline_run.others.p99_ms).c_str(), pool_threads(common),
       ms(pool_run.others.p99_ms).c_str(), pool_run.others.p99_ms / tick_ms);
   if (results.size() > 2) {
     const SlowResult& tbb_run = results[2];
     sentence += format(
-        " TbbArenaExecutor ran callbacks on %zu thread%s here (oneTBB's default is one worker per "
-        "core, minus one), so blocking callbacks %s: p99 %s ms.",
+        " TbbArenaExecutor ran callbacks on %zu thread%s here (oneTBB starts at most one worker per "
+        "core, minus one, for all arenas together), so blocking callbacks %s: p99 %s ms.",
         tbb_run.threads_seen, tbb_run.threads_seen == 1 ? "" : "s",
         tbb_run.others.p99_ms > 2 * pool_run.others.p99_ms + tick_ms ? "queue up behind each other"
                                                                      : "fit in its threads",

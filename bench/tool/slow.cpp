@@ -23,12 +23,17 @@ using wheeltimer::Clock;
 
 namespace {
 
-// Exactly round(fraction * count) of the tasks, chosen as `how` says (see SlowSettings).
+// How many of `count` tasks block: round(fraction * count).
+std::size_t slow_count(std::size_t count, double fraction) {
+  return std::min(count,
+                  static_cast<std::size_t>(std::llround(fraction * static_cast<double>(count))));
+}
+
+// Exactly slow_count() of the tasks, chosen as `how` says (see SlowSettings).
 std::vector<bool> pick_slow(const std::vector<Clock::duration>& delays, double fraction,
                             const std::string& how, std::uint64_t seed) {
   const std::size_t count = delays.size();
-  const auto slow = std::min(
-      count, static_cast<std::size_t>(std::llround(fraction * static_cast<double>(count))));
+  const std::size_t slow = slow_count(count, fraction);
   std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::vector<bool> is_slow(count, false);
@@ -49,20 +54,24 @@ std::vector<bool> pick_slow(const std::vector<Clock::duration>& delays, double f
 
 }  // namespace
 
+void refuse_all_slow(const SlowSettings& slow) {
+  if (slow_count(slow.timers, slow.slow_fraction) == slow.timers) {
+    throw std::invalid_argument("--slow-fraction " + shortest(slow.slow_fraction) +
+                                " makes all " + std::to_string(slow.timers) +
+                                " tasks block: no other task is left to measure");
+  }
+}
+
 SlowResult measure_slow(const CommonSettings& common, const SlowSettings& slow,
                         const ProgressFn& progress) {
   const std::size_t count = slow.timers;
+  refuse_all_slow(slow);
   const auto spread = from_ms(slow.spread_ms);
   const auto block = from_ms(slow.slow_ms);
   const auto delays = uniform_delays(count, spread, common.seed);
   const auto is_slow = pick_slow(delays, slow.slow_fraction, slow.slow_pick, common.seed + 1);
   const auto slow_tasks =
       static_cast<std::size_t>(std::count(is_slow.begin(), is_slow.end(), true));
-  if (slow_tasks == count) {
-    throw std::invalid_argument("--slow-fraction " + shortest(slow.slow_fraction) +
-                                " makes all " + std::to_string(count) +
-                                " tasks block: no other task is left to measure");
-  }
   LatenessLog log(count);  // outlives the timer, whose tasks write to it
   const ExecutorChoice choice = make_executor(common);
 
@@ -111,9 +120,9 @@ Report slow_report(const CommonSettings& common, const SlowSettings& slow, const
   Report report;
   report.workload = "slow";
   report.title = with_commas(slow.timers) + " timers over " +
-                 std::to_string(static_cast<long long>(slow.spread_ms)) + " ms; " +
+                 readable(slow.spread_ms) + " ms; " +
                  with_commas(r.slow_tasks) + " of them (picked " + slow.slow_pick + ") block " +
-                 std::to_string(static_cast<long long>(slow.slow_ms)) +
+                 readable(slow.slow_ms) +
                  " ms; lateness of the others";
   report.settings = common_settings(common, r.executor);
   report.settings["timers"] = slow.timers;

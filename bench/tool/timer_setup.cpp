@@ -9,6 +9,10 @@
 
 #include "report.hpp"
 
+#if WHEELTIMER_HAS_TBB
+#include <oneapi/tbb/global_control.h>
+#endif
+
 namespace wheeltimer_bench {
 
 std::vector<std::string> executor_names() {
@@ -41,8 +45,16 @@ ExecutorChoice make_executor(const CommonSettings& common) {
     if (common.threads == 0) {
       return {std::make_shared<wheeltimer::TbbArenaExecutor>(), "TbbArenaExecutor(automatic)"};
     }
+    // oneTBB starts at most one worker fewer than its parallelism limit (the cores) for all
+    // arenas together, whatever an arena asks for: the label says so rather than promise more.
+    const auto workers = static_cast<std::size_t>(
+        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) - 1);
+    std::string label = "TbbArenaExecutor(" + std::to_string(common.threads) + ")";
+    if (common.threads > workers) {
+      label += ", at most " + std::to_string(workers) + " worker" + (workers == 1 ? "" : "s");
+    }
     return {std::make_shared<wheeltimer::TbbArenaExecutor>(static_cast<int>(common.threads)),
-            "TbbArenaExecutor(" + std::to_string(common.threads) + ")"};
+            label};
   }
 #endif
   throw std::invalid_argument("unknown executor '" + common.executor + "'");

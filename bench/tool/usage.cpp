@@ -30,6 +30,9 @@ Usage Usage::now() {
   usage.sys_s = seconds(ru.ru_stime);
   usage.voluntary_switches = ru.ru_nvcsw;
   usage.involuntary_switches = ru.ru_nivcsw;
+  rusage own{};
+  getrusage(RUSAGE_THREAD, &own);
+  usage.own_voluntary_switches = own.ru_nvcsw;
   return usage;
 }
 
@@ -39,7 +42,8 @@ UsageDelta operator-(const Usage& end, const Usage& begin) {
   delta.cpu_s = end.cpu_s - begin.cpu_s;
   delta.user_s = end.user_s - begin.user_s;
   delta.sys_s = end.sys_s - begin.sys_s;
-  delta.voluntary_switches = end.voluntary_switches - begin.voluntary_switches;
+  delta.voluntary_switches = (end.voluntary_switches - begin.voluntary_switches) -
+                             (end.own_voluntary_switches - begin.own_voluntary_switches);
   delta.involuntary_switches = end.involuntary_switches - begin.involuntary_switches;
   return delta;
 }

@@ -14,8 +14,10 @@ struct UsageDelta {
   double cpu_s = 0;   // CLOCK_PROCESS_CPUTIME_ID: user + system, all threads
   double user_s = 0;  // getrusage
   double sys_s = 0;
-  long voluntary_switches = 0;    // a thread blocked (slept, waited): roughly, wake-ups
-  long involuntary_switches = 0;  // a thread was preempted
+  // A thread blocked (slept, waited): roughly, wake-ups. Every thread's but the one that took the
+  // Usages (the tool's own, whose sleep through the window would count one).
+  long voluntary_switches = 0;
+  long involuntary_switches = 0;  // a thread was preempted (every thread's)
 };
 
 struct Usage {
@@ -24,6 +26,7 @@ struct Usage {
   double user_s = 0;
   double sys_s = 0;
   long voluntary_switches = 0;
+  long own_voluntary_switches = 0;  // the calling thread's
   long involuntary_switches = 0;
 
   static Usage now();

@@ -31,6 +31,8 @@ struct SlowResult {
   std::size_t threads_seen = 0;  // threads that ran tasks
   double wall_s = 0, cpu_s = 0;
 };
+// Throws std::invalid_argument if every task would block, leaving none to measure.
+void refuse_all_slow(const SlowSettings& slow);
 SlowResult measure_slow(const CommonSettings& common, const SlowSettings& slow,
                         const ProgressFn& progress);
 Report slow_report(const CommonSettings& common, const SlowSettings& slow,
