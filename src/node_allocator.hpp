@@ -18,8 +18,9 @@ struct NodeMemory {
   bool pooled;  // to be handed back to free_node()
 };
 
-// At least `bytes` of storage aligned for any pointer-sized scalar (and for any scalar when not
-// pooled); throws std::bad_alloc on failure.
+// At least `bytes` of storage aligned for any pointer-sized scalar, and for any scalar
+// (std::max_align_t) if `bytes` is a multiple of that alignment or the node is not pooled; throws
+// std::bad_alloc on failure.
 NodeMemory allocate_node(std::size_t bytes);
 // Frees what allocate_node returned, on any thread.
 void free_node(NodeMemory node) noexcept;

@@ -59,6 +59,8 @@ struct ChunkHeader {
   std::size_t size_index;
 };
 static_assert(sizeof(ChunkHeader) <= kHeaderBytes);
+// Cells of a size that is a multiple of max_align_t's alignment are aligned for any scalar.
+static_assert(kHeaderBytes % alignof(std::max_align_t) == 0);
 
 const ChunkHeader& chunk_of(const void* cell) noexcept {
   return *reinterpret_cast<const ChunkHeader*>(reinterpret_cast<std::uintptr_t>(cell) &

@@ -55,7 +55,11 @@ void wake_all(WaitStripe& stripe) noexcept {
 }  // namespace
 
 TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* owner) {
-  // Whole words, and at least the exception_ptr that replaces the callable once it has run.
+  // Whole words, and at least the exception_ptr that replaces the callable once it has run. A
+  // callable stored inline is aligned to at most max_align_t, and its size is a multiple of its
+  // alignment; the header's is a multiple of max_align_t's. So the node's size is a multiple of
+  // the callable's alignment, and allocate_node() aligns the node, and so the storage, for it.
+  static_assert(sizeof(TaskNode) % alignof(std::max_align_t) == 0);
   constexpr std::size_t kWord = alignof(void*);
   const std::size_t storage =
       std::max((task.ops_->size + kWord - 1) / kWord * kWord, sizeof(std::exception_ptr));

@@ -235,6 +235,31 @@ TEST_F(HashedWheelTimerTest, ScheduleAcceptsALambdaDirectly) {
   EXPECT_TRUE(via_interface.wait_for(kMustHappen));
 }
 
+// A capture aligned to 16 (a long double, an SSE vector) lives in the node; the node must align
+// it. Both sizes such a small capture can have, 16 and 32 bytes.
+template <std::size_t Size>
+struct alignas(16) AlignedCapture {
+  std::atomic<int>* misaligned;
+  char padding[Size - sizeof(std::atomic<int>*)] = {};
+  void operator()() const {
+    if (reinterpret_cast<std::uintptr_t>(this) % 16 != 0) misaligned->fetch_add(1);
+  }
+};
+static_assert(sizeof(AlignedCapture<16>) == 16 && sizeof(AlignedCapture<32>) == 32);
+
+TEST_F(HashedWheelTimerTest, ASixteenByteAlignedCaptureRunsAlignedInItsNode) {
+  HashedWheelTimer timer;
+  std::atomic<int> misaligned{0};
+  std::vector<TimerFuture> futures;
+  // Enough to take cells from several places in the pool.
+  for (int i = 0; i < 600; ++i) {
+    futures.push_back(timer.schedule(AlignedCapture<16>{&misaligned}, 0ms));
+    futures.push_back(timer.schedule(AlignedCapture<32>{&misaligned}, 0ms));
+  }
+  for (const TimerFuture& future : futures) ASSERT_TRUE(future.wait_for(kMustHappen));
+  EXPECT_EQ(misaligned.load(), 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Timing
 

@@ -438,6 +438,32 @@ TEST_F(TaskTest, LargeCaptureIsHeapAllocatedOnceAndWorks) {
   EXPECT_EQ(seen, 5);
 }
 
+// A long double or an SSE vector in a capture is aligned to 16: such a capture is small too.
+TEST_F(TaskTest, SixteenByteAlignedSmallCaptureIsStoredInline) {
+  struct alignas(16) Aligned {
+    long double scale;
+    double* out;
+    void operator()() const {
+      *out = reinterpret_cast<std::uintptr_t>(this) % 16 == 0 ? static_cast<double>(scale) : -1;
+    }
+  };
+  static_assert(alignof(Aligned) == 16 && sizeof(Aligned) == 32);
+  double out = 0;
+  std::size_t allocations = 0;
+  bool was_inline = false;
+  {
+    AllocationCounter counter;
+    Task task = Aligned{2.5L, &out};
+    was_inline = task.stored_inline();
+    Task moved = std::move(task);
+    moved();
+    allocations = counter.take();
+  }
+  EXPECT_TRUE(was_inline);
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(out, 2.5);  // and it ran at an address aligned for it
+}
+
 TEST_F(TaskTest, OverAlignedCaptureStillWorks) {
   struct alignas(64) Aligned {
     int* out;

@@ -1,9 +1,11 @@
 // Task: a move-only, type-erased `void()` callable, the unit of work every wheeltimer API takes.
 //
 // Any callable converts to a Task implicitly, copyable or move-only (a lambda capturing a
-// std::unique_ptr or a std::promise works). Captures of up to `inline_capacity` bytes that are
-// nothrow-movable live inside the Task itself, so wrapping them allocates nothing; larger ones are
-// moved to the heap once. A null function pointer or an empty std::function gives an empty Task.
+// std::unique_ptr or a std::promise works). Captures of up to `inline_capacity` bytes live inside
+// the Task itself, so wrapping them allocates nothing; larger ones are moved to the heap once. So
+// are the rare small ones whose move may throw (a Task's move is noexcept, as std::function's
+// and std::move_only_function's are for what they store inline) or that are aligned beyond
+// std::max_align_t. A null function pointer or an empty std::function gives an empty Task.
 //
 // A Task is a plain value: one thread at a time may use a given Task; distinct Tasks are
 // independent.
@@ -22,7 +24,7 @@ class TaskNode;
 
 class Task {
  public:
-  // Captures up to this size (and pointer alignment) are stored without a heap allocation.
+  // Captures up to this size are stored without a heap allocation (see above for the exceptions).
   static constexpr std::size_t inline_capacity = 32;
 
   Task() noexcept = default;
@@ -84,13 +86,13 @@ class Task {
     void (*invoke)(void* storage);
     void (*relocate)(void* from, void* to) noexcept;  // move-construct into `to`, destroy `from`
     void (*destroy)(void* storage) noexcept;
-    std::size_t size;  // bytes the callable occupies in storage (pointer-aligned)
+    std::size_t size;  // bytes the callable occupies in storage: sizeof, a multiple of its alignment
     bool inline_storage;
   };
 
   template <class C>
   static constexpr bool fits_inline = sizeof(C) <= inline_capacity &&
-                                      alignof(C) <= alignof(void*) &&
+                                      alignof(C) <= alignof(std::max_align_t) &&
                                       std::is_nothrow_move_constructible_v<C>;
 
   template <class C>
@@ -134,7 +136,8 @@ class Task {
     }
   }
 
-  alignas(void*) unsigned char storage_[inline_capacity];
+  // Aligned for any scalar (a long double, an SSE vector), as a node's storage is: see TaskNode.
+  alignas(std::max_align_t) unsigned char storage_[inline_capacity];
   const Ops* ops_ = nullptr;
 };
 
