@@ -14,7 +14,15 @@ constexpr std::size_t kWord = alignof(void*);
 constexpr std::size_t kSizes = (kMaxCellSize - kMinCellSize) / kWord + 1;
 static_assert(kMinCellSize % kWord == 0 && kMaxCellSize % kWord == 0);
 
+// Cells of a size that is a multiple of kMaxAlign are aligned for any scalar (see kHeaderBytes).
+constexpr std::size_t kMaxAlign = alignof(std::max_align_t);
+constexpr std::size_t kMinAlignedCell = (kMinCellSize + kMaxAlign - 1) / kMaxAlign * kMaxAlign;
+static_assert(kMinAlignedCell <= kMaxCellSize);
+
 std::size_t size_index(std::size_t bytes) noexcept {
+  // A multiple of kMaxAlign below the smallest cell (a node on a 32-bit target) keeps its
+  // alignment in the smallest cell that is a multiple too.
+  if (bytes < kMinCellSize && bytes % kMaxAlign == 0) bytes = kMinAlignedCell;
   return (std::max(bytes, kMinCellSize) - kMinCellSize + kWord - 1) / kWord;
 }
 constexpr std::size_t size_of_index(std::size_t index) noexcept {
@@ -59,8 +67,8 @@ struct ChunkHeader {
   std::size_t size_index;
 };
 static_assert(sizeof(ChunkHeader) <= kHeaderBytes);
-// Cells of a size that is a multiple of max_align_t's alignment are aligned for any scalar.
-static_assert(kHeaderBytes % alignof(std::max_align_t) == 0);
+// So that cells of a size that is a multiple of kMaxAlign are aligned for any scalar.
+static_assert(kHeaderBytes % kMaxAlign == 0);
 
 const ChunkHeader& chunk_of(const void* cell) noexcept {
   return *reinterpret_cast<const ChunkHeader*>(reinterpret_cast<std::uintptr_t>(cell) &

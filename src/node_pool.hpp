@@ -29,7 +29,8 @@ inline constexpr std::size_t kBatch = 256;
 
 // A cell of `bytes` (at most kMaxCellSize) rounded up to a whole word and at least kMinCellSize,
 // aligned for any pointer-sized scalar, and for any scalar (std::max_align_t) if `bytes` is a
-// multiple of that alignment; throws std::bad_alloc.
+// multiple of that alignment (then a smaller request gets a cell of 64 bytes, not 56); throws
+// std::bad_alloc.
 void* allocate(std::size_t bytes);
 // Returns a cell from allocate(), on any thread.
 void free(void* cell) noexcept;

@@ -37,6 +37,20 @@ std::vector<std::size_t> all_cell_sizes() {
   return sizes;
 }
 
+// A request that is a multiple of max_align_t's alignment gets a cell aligned for it, also below
+// the smallest cell (a node on a 32-bit target: a 32-byte header and a 16-byte capture).
+TEST(NodePoolAlignment, SmallAlignedRequestsGetAlignedCells) {
+  constexpr std::size_t kMaxAlign = alignof(std::max_align_t);
+  for (std::size_t bytes = kMaxAlign; bytes <= node_pool::kMaxCellSize; bytes += kMaxAlign) {
+    const std::vector<void*> cells = allocate_cells(2 * kBatch + 3, bytes);
+    for (void* cell : cells) {
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(cell) % kMaxAlign, 0u) << bytes << " bytes";
+      ASSERT_GE(node_pool::cell_size(cell), bytes);
+    }
+    free_cells(cells);
+  }
+}
+
 class NodePool : public ::testing::TestWithParam<std::size_t> {
  protected:
   const std::size_t size_ = GetParam();

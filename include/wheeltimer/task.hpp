@@ -136,7 +136,8 @@ class Task {
     }
   }
 
-  // Aligned for any scalar (a long double, an SSE vector), as a node's storage is: see TaskNode.
+  // Aligned for any scalar (a long double, an SSE vector), as a node's storage and the buffer
+  // TaskNode::cancel_if() moves captures into are.
   alignas(std::max_align_t) unsigned char storage_[inline_capacity];
   const Ops* ops_ = nullptr;
 };
