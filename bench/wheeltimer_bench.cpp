@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   if (!parsed.command) return parsed.exit_code;
   try {
     const int code = wheeltimer_bench::run(*parsed.command);
-    // Results that could not be written (a full disk, a closed pipe) are no results.
+    // Results that could not be written (a full disk, a closed stdout) are no results. (A pipe
+    // closed by its reader ends the process with SIGPIPE before this.)
     if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
       std::fprintf(stderr, "wheeltimer-bench: could not write the results: %s\n",
                    std::strerror(errno));

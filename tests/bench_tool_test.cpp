@@ -1,22 +1,27 @@
 // wheeltimer-bench's own checks: bad flags are refused with the value named (never wrapped into
-// a number the user did not type), the order statistics rank exactly, a run with nothing to
-// measure says so instead of reporting 0, far's window lasts its --seconds, a producer thread's
+// a number the user did not type, nor read as octal), the order statistics rank exactly, a run
+// with nothing to measure says so instead of reporting 0, far's window lasts its --seconds, the
+// wake-ups counted are not the tool's own, settings and titles say what ran, a producer thread's
 // exception reaches the caller, and a task that runs twice is counted, not written past the log's
 // end.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tool/cli.hpp"
 #include "tool/lateness_log.hpp"
 #include "tool/phases.hpp"
+#include "tool/report.hpp"
 #include "tool/stats.hpp"
+#include "tool/usage.hpp"
 #include "tool/workloads.hpp"
 
 namespace wheeltimer_bench {
@@ -85,6 +90,9 @@ TEST(BenchCommandLine, RealNumbersAreDecimalAndInRange) {
   expect_refused({"fire", "--spread-ms", "0x10"}, "not a number: 0x10");
   expect_refused({"fire", "--spread-ms", "1e-400"}, "out of range: 1e-400");
   expect_refused({"idle", "--seconds", "1e-12"}, "got 1e-12");  // rounds to 0 ns
+  expect_refused({"slow", "--slow-ms", "1e-7"}, "must be 0 or at least 1e-06, got 1e-7");
+  const Parsed parsed = parse({"slow", "--slow-ms", "0", "--spread-ms", "1e-6"});
+  ASSERT_TRUE(parsed.outcome.command.has_value()) << parsed.error;
 }
 
 TEST(BenchCommandLine, TheShowcaseRefusesFlagsItWouldIgnore) {
@@ -139,6 +147,9 @@ TEST(BenchWorkloads, RefuseRunsWithNothingToMeasure) {
   CommonSettings common;
   SlowSettings all_slow{.timers = 20, .spread_ms = 10, .slow_fraction = 1, .slow_ms = 1};
   EXPECT_THROW(measure_slow(common, all_slow, {}), std::invalid_argument);
+  // 0.98 of 20 rounds to all 20; the showcase asks before it prints its banner.
+  EXPECT_THROW(refuse_all_slow({.timers = 20, .slow_fraction = 0.98}), std::invalid_argument);
+  EXPECT_NO_THROW(refuse_all_slow({.timers = 20, .slow_fraction = 0.97}));
   ScheduleSettings idle_producers{.timers = 3, .producers = 4};
   EXPECT_THROW(run_schedule(common, idle_producers), std::invalid_argument);
 }
@@ -162,6 +173,24 @@ TEST(BenchWorkloads, FarMeasuresAWindowOfExactlyItsSeconds) {
   }
   EXPECT_GE(window, 0.2);
   EXPECT_EQ(report.lost, 0u);
+}
+
+// The thread that takes the samples sleeps through idle's window: its own wake-up is not the
+// timer's (idle reported 1 / --seconds wake-ups a second for a timer that never woke).
+TEST(BenchUsage, WakeUpsLeaveOutTheSamplingThread) {
+  const Usage begin = Usage::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Usage end = Usage::now();
+  EXPECT_GE(end.own_voluntary_switches - begin.own_voluntary_switches, 1);  // it did sleep
+  EXPECT_EQ((end - begin).voluntary_switches, 0);  // and no other thread of this test did
+}
+
+TEST(BenchReport, SettingsAndTitlesSayWhatRan) {
+  const auto settings = common_settings(CommonSettings{.wheel = 300}, "inline");
+  EXPECT_EQ(settings["wheel"], 512u);  // the slots the timer rounds 300 up to
+  EXPECT_EQ(readable(0.5), "0.5");
+  EXPECT_EQ(readable(1000), "1,000");
+  EXPECT_EQ(readable(99.6), "99.6");
 }
 
 TEST(BenchPhases, AThrowingProducerIsRethrownAfterAllAreJoined) {

@@ -22,18 +22,22 @@ namespace {
 // text passes: CLI11 reads an integer with a leading 0 as octal and one with 0x as hex, so a
 // check that read "010" as ten would let eight through.
 
-CLI::Validator real_check(double least, bool least_ok, double most, std::string name) {
+// `zero_ok`: 0 is accepted besides [least, most] (a duration of none, but not one so short that
+// it would round to none).
+CLI::Validator real_check(double least, bool least_ok, double most, std::string name,
+                          bool zero_ok = false) {
   return CLI::Validator(
-      [least, least_ok, most](std::string& input) -> std::string {
+      [least, least_ok, most, zero_ok](std::string& input) -> std::string {
         double value = 0;
         const char* end = input.data() + input.size();
         const auto [stop, error] = std::from_chars(input.data(), end, value);
         if (error == std::errc::result_out_of_range) return "out of range: " + input;
         if (error != std::errc() || stop != end) return "not a number: " + input;
         if (!std::isfinite(value)) return "not a finite number: " + input;
+        if (zero_ok && value == 0) return "";
         if (value < least || (!least_ok && value == least)) {
-          return std::string(least_ok ? "must be at least " : "must be more than ") +
-                 shortest(least) + ", got " + input;
+          return std::string(zero_ok ? "must be 0 or " : "must be ") +
+                 (least_ok ? "at least " : "more than ") + shortest(least) + ", got " + input;
         }
         if (value > most) return "must be at most " + shortest(most) + ", got " + input;
         return "";
@@ -75,7 +79,7 @@ const CLI::Validator positive_rate = real_check(0, false, 1e15, "POSITIVE");
 const CLI::Validator fraction = real_check(0, true, 1, "FRACTION");
 // At least a nanosecond, the clock's unit: a shorter window would be rounded to nothing.
 const CLI::Validator seconds = real_check(1e-9, true, kMaxSeconds, "SECONDS");
-const CLI::Validator ms_or_zero = real_check(0, true, kMaxSeconds * 1e3, "MS");
+const CLI::Validator ms_or_zero = real_check(1e-6, true, kMaxSeconds * 1e3, "MS", true);
 // A tick of at least one nanosecond, the clock's unit (a shorter one would be rounded up to it).
 const CLI::Validator tick_us = real_check(1e-3, true, kMaxSeconds * 1e6, "US");
 // TbbArenaExecutor takes an int.

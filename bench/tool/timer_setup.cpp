@@ -46,9 +46,11 @@ ExecutorChoice make_executor(const CommonSettings& common) {
       return {std::make_shared<wheeltimer::TbbArenaExecutor>(), "TbbArenaExecutor(automatic)"};
     }
     // oneTBB starts at most one worker fewer than its parallelism limit (the cores) for all
-    // arenas together, whatever an arena asks for: the label says so rather than promise more.
-    const auto workers = static_cast<std::size_t>(
-        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) - 1);
+    // arenas together, and at least one, whatever an arena asks for: the label says so rather
+    // than promise more.
+    const auto parallelism =
+        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+    const auto workers = std::max<std::size_t>(1, parallelism - 1);
     std::string label = "TbbArenaExecutor(" + std::to_string(common.threads) + ")";
     if (common.threads > workers) {
       label += ", at most " + std::to_string(workers) + " worker" + (workers == 1 ? "" : "s");
