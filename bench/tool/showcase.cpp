@@ -106,8 +106,8 @@ int run_showcase(const CommonSettings& common, const SlowSettings& slow) {
   if (results.size() > 2) {
     const SlowResult& tbb_run = results[2];
     sentence += format(
-        " TbbArenaExecutor ran callbacks on %zu thread%s here (oneTBB starts at most one worker per "
-        "core, minus one, for all arenas together), so blocking callbacks %s: p99 %s ms.",
+        " TbbArenaExecutor ran callbacks on %zu thread%s here (oneTBB starts at most one worker "
+        "per core, minus one, for all arenas together), so blocking callbacks %s: p99 %s ms.",
         tbb_run.threads_seen, tbb_run.threads_seen == 1 ? "" : "s",
         tbb_run.others.p99_ms > 2 * pool_run.others.p99_ms + tick_ms ? "queue up behind each other"
                                                                      : "fit in its threads",

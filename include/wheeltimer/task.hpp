@@ -86,7 +86,7 @@ class Task {
     void (*invoke)(void* storage);
     void (*relocate)(void* from, void* to) noexcept;  // move-construct into `to`, destroy `from`
     void (*destroy)(void* storage) noexcept;
-    std::size_t size;  // bytes the callable occupies in storage: sizeof, a multiple of its alignment
+    std::size_t size;  // bytes it occupies in storage: its sizeof, a multiple of its alignment
     bool inline_storage;
   };
 
