@@ -56,10 +56,12 @@ void wake_all(WaitStripe& stripe) noexcept {
 
 TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* owner) {
   // Whole words, and at least the exception_ptr that replaces the callable once it has run. A
-  // callable stored inline is aligned to at most max_align_t, and its size is a multiple of its
-  // alignment; the header's is a multiple of max_align_t's. So the node's size is a multiple of
-  // the callable's alignment, and allocate_node() aligns the node, and so the storage, for it.
-  static_assert(sizeof(TaskNode) % alignof(std::max_align_t) == 0);
+  // callable stored inline is aligned to at most Task::inline_alignment, and its size is a
+  // multiple of its alignment; the header's size is a multiple of that. So the node's size is a
+  // multiple of the callable's alignment, and allocate_node() aligns the node, and so the storage,
+  // for it (up to max_align_t's alignment).
+  static_assert(sizeof(TaskNode) % Task::inline_alignment == 0);
+  static_assert(Task::inline_alignment <= alignof(std::max_align_t));
   constexpr std::size_t kWord = alignof(void*);
   const std::size_t storage =
       std::max((task.ops_->size + kWord - 1) / kWord * kWord, sizeof(std::exception_ptr));
@@ -111,7 +113,7 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
   const Task::Ops* ops = std::exchange(ops_, nullptr);
   if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
   // A node's callable is one a Task stored inline: no larger, and no more aligned.
-  alignas(std::max_align_t) unsigned char captures[Task::inline_capacity];
+  alignas(Task::inline_alignment) unsigned char captures[Task::inline_capacity];
   ops->relocate(storage(), captures);
   ops->destroy(captures);  // may free the node: only its address is used below
   if (*old & kWaiter) wake_all(stripe_for(this));

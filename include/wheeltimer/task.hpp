@@ -24,8 +24,10 @@ class TaskNode;
 
 class Task {
  public:
-  // Captures up to this size are stored without a heap allocation (see above for the exceptions).
+  // Captures up to this size and alignment are stored without a heap allocation (see above for
+  // the exceptions).
   static constexpr std::size_t inline_capacity = 32;
+  static constexpr std::size_t inline_alignment = alignof(std::max_align_t);
 
   Task() noexcept = default;
   Task(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor): mirrors std::function
@@ -92,7 +94,7 @@ class Task {
 
   template <class C>
   static constexpr bool fits_inline = sizeof(C) <= inline_capacity &&
-                                      alignof(C) <= alignof(std::max_align_t) &&
+                                      alignof(C) <= inline_alignment &&
                                       std::is_nothrow_move_constructible_v<C>;
 
   template <class C>
@@ -138,7 +140,7 @@ class Task {
 
   // Aligned for any scalar (a long double, an SSE vector), as a node's storage and the buffer
   // TaskNode::cancel_if() moves captures into are.
-  alignas(std::max_align_t) unsigned char storage_[inline_capacity];
+  alignas(inline_alignment) unsigned char storage_[inline_capacity];
   const Ops* ops_ = nullptr;
 };
 
