@@ -147,9 +147,12 @@ TEST(BenchWorkloads, RefuseRunsWithNothingToMeasure) {
   CommonSettings common;
   SlowSettings all_slow{.timers = 20, .spread_ms = 10, .slow_fraction = 1, .slow_ms = 1};
   EXPECT_THROW(measure_slow(common, all_slow, {}), std::invalid_argument);
-  // 0.98 of 20 rounds to all 20; the showcase asks before it prints its banner.
+  // 0.98 of 20 rounds to all 20. The showcase asks before its banner, which would promise a run.
   EXPECT_THROW(refuse_all_slow({.timers = 20, .slow_fraction = 0.98}), std::invalid_argument);
   EXPECT_NO_THROW(refuse_all_slow({.timers = 20, .slow_fraction = 0.97}));
+  testing::internal::CaptureStdout();
+  EXPECT_THROW(run_showcase(common, all_slow), std::invalid_argument);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
   ScheduleSettings idle_producers{.timers = 3, .producers = 4};
   EXPECT_THROW(run_schedule(common, idle_producers), std::invalid_argument);
 }
