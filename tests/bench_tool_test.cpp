@@ -188,6 +188,16 @@ TEST(BenchUsage, WakeUpsLeaveOutTheSamplingThread) {
   EXPECT_EQ((end - begin).voluntary_switches, 0);  // and no other thread of this test did
 }
 
+// idle's "timer's threads" CPU is the process's less the sampling thread's.
+TEST(BenchUsage, TheSamplingThreadsCpuIsTakenApart) {
+  const Usage begin = Usage::now();
+  while (Usage::now().own_cpu_s - begin.own_cpu_after_s < 0.01) {
+  }
+  const UsageDelta used = Usage::now() - begin;
+  EXPECT_GE(used.own_cpu_s, 0.01);
+  EXPECT_LT(used.cpu_s - used.own_cpu_s, 0.005);  // this test has no other thread at work
+}
+
 TEST(BenchReport, SettingsAndTitlesSayWhatRan) {
   const auto settings = common_settings(CommonSettings{.wheel = 300}, "inline");
   EXPECT_EQ(settings["wheel"], 512u);  // the slots the timer rounds 300 up to

@@ -11,8 +11,10 @@ namespace wheeltimer_bench {
 
 struct UsageDelta {
   double wall_s = 0;
-  double cpu_s = 0;   // CLOCK_PROCESS_CPUTIME_ID: user + system, all threads
-  double user_s = 0;  // getrusage
+  double cpu_s = 0;      // CLOCK_PROCESS_CPUTIME_ID: user + system, all threads
+  double own_cpu_s = 0;  // CLOCK_THREAD_CPUTIME_ID of the thread that took the Usages, within
+                         // the window of cpu_s (so cpu_s - own_cpu_s never understates the rest)
+  double user_s = 0;     // getrusage
   double sys_s = 0;
   // A thread blocked (slept, waited): roughly, wake-ups. Every thread's but the one that took the
   // Usages (the tool's own, whose sleep through the window would count one).
@@ -23,6 +25,8 @@ struct UsageDelta {
 struct Usage {
   wheeltimer::Clock::time_point wall;
   double cpu_s = 0;
+  double own_cpu_s = 0;        // the calling thread's, read just before cpu_s
+  double own_cpu_after_s = 0;  // and just after
   double user_s = 0;
   double sys_s = 0;
   long voluntary_switches = 0;
