@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   micro::register_task_benchmarks();
   micro::register_floor_benchmarks();
   micro::register_stop_benchmarks();
+  micro::register_rearm_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
