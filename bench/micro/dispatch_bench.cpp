@@ -17,7 +17,6 @@
 // Counters: wall_ns_per_task, wall time from the first task's start to the last task's end, per
 // task; discarded_batches, batches re-run because this thread woke too late (see below).
 #include <pthread.h>
-#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +27,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "cpu_clock.hpp"
 #include "registry.hpp"
 #include "timer_kinds.hpp"
 
@@ -65,12 +65,6 @@ struct Probe {
     }
   }
 };
-
-std::int64_t cpu_ns(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
-}
 
 // False if the batch has not finished within a generous limit (a broken timer, not a slow one).
 bool wait_done(const Probe& probe) {

@@ -16,8 +16,6 @@
 //
 // Asio's row cancels the old steady_timer and arms a new one, like its other rows; an Asio user
 // would rather move the same steady_timer's expiry, which also cancels the pending wait.
-#include <time.h>
-
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -27,6 +25,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "cpu_clock.hpp"
 #include "registry.hpp"
 #include "timer_kinds.hpp"
 
@@ -49,12 +48,6 @@ bool run_marker(Kind& timer, Clock::duration delay) {
   if (done.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return true;
   timer.cancel(handle);  // not left to run in a later run's timed part
   return false;
-}
-
-std::int64_t process_cpu_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
 template <class Kind>
@@ -86,7 +79,7 @@ void bm_rearm(benchmark::State& state) {
     }
 
     std::size_t canceled = 0;
-    const std::int64_t cpu_before = process_cpu_ns();
+    const std::int64_t cpu_before = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
     const auto start = Clock::now();
     for (const std::size_t pick : picks) {
       canceled += timer->cancel(handles[pick]);
@@ -94,7 +87,8 @@ void bm_rearm(benchmark::State& state) {
     }
     wall += Clock::now() - start;
     const bool caught_up = run_marker(*timer, kMarkerDelay);
-    state.SetIterationTime(static_cast<double>(process_cpu_ns() - cpu_before) * 1e-9);
+    state.SetIterationTime(static_cast<double>(cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_before) *
+                          1e-9);
 
     if (!caught_up) state.SkipWithError("the timer did not catch up within 10 s");
     // A pick that repeats cancels a timer this run scheduled, still pending: every cancel counts.
