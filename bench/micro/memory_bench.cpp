@@ -12,11 +12,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "marker.hpp"
 #include "registry.hpp"
 #include "rss.hpp"
 #include "timer_kinds.hpp"
@@ -26,8 +26,6 @@ namespace {
 
 constexpr std::size_t kTimers = 1'000'000;
 constexpr auto kFar = std::chrono::hours(1);
-// Lets wheeltimer's indicator move the burst into the wheel (every 16,384th schedule() wakes it).
-constexpr auto kSettle = std::chrono::milliseconds(100);
 
 template <class Kind>
 void bm_memory(benchmark::State& state) {
@@ -35,6 +33,10 @@ void bm_memory(benchmark::State& state) {
   Kind timer;
   std::vector<typename Kind::Handle> kept;  // declared after the timer: destroyed before it
   if constexpr (handle_owns_timer<Kind>) kept.resize(kTimers);
+  if (!run_marker(timer, Clock::duration::zero())) {
+    state.SkipWithError("the timer did not run a task due now within 10 s");
+    return;
+  }
 
   release_free_memory();
   const std::size_t before = resident_bytes();
@@ -46,7 +48,11 @@ void bm_memory(benchmark::State& state) {
     }
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
   }
-  std::this_thread::sleep_for(kSettle);
+  // Read once the timer has taken the burst into its wheel.
+  if (!run_marker(timer, kMarkerDelay)) {
+    state.SkipWithError("the timer did not take the burst in within 10 s");
+    return;
+  }
   const std::size_t after = resident_bytes();
   state.counters["bytes_per_timer"] =
       (static_cast<double>(after) - static_cast<double>(before)) / static_cast<double>(kTimers);

@@ -18,7 +18,6 @@
 // would rather move the same steady_timer's expiry, which also cancels the pending wait.
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <random>
 #include <vector>
@@ -26,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include "cpu_clock.hpp"
+#include "marker.hpp"
 #include "registry.hpp"
 #include "timer_kinds.hpp"
 
@@ -35,20 +35,6 @@ namespace {
 constexpr std::size_t kConnections = 1'000'000;
 constexpr benchmark::IterationCount kRearms = 1'100'000;
 constexpr auto kIdleTimeout = std::chrono::hours(1);
-// Beyond wheeltimer's lookahead (64 ms), so the marker queues behind the million in the same
-// lane, first-in-first-out for one producer, and runs only once all are in the wheel.
-constexpr auto kMarkerDelay = std::chrono::milliseconds(100);
-
-// Schedules a task `delay` out and waits for it to run; false if it has not within 10 s.
-template <class Kind>
-bool run_marker(Kind& timer, Clock::duration delay) {
-  auto ran = std::make_shared<std::promise<void>>();
-  std::future<void> done = ran->get_future();
-  auto handle = timer.schedule([ran] { ran->set_value(); }, delay);
-  if (done.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return true;
-  timer.cancel(handle);  // not left to run in a later run's timed part
-  return false;
-}
 
 template <class Kind>
 void bm_rearm(benchmark::State& state) {
@@ -63,7 +49,6 @@ void bm_rearm(benchmark::State& state) {
   std::chrono::nanoseconds wall{0};
   while (state.KeepRunningBatch(kRearms)) {
     auto timer = std::make_unique<Kind>();
-    // wheeltimer's indicator tells its two inbound lanes apart only after its first round.
     if (!run_marker(*timer, Clock::duration::zero())) {
       state.SkipWithError("the timer did not run a task due now within 10 s");
       return;

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "marker.hpp"
 #include "registry.hpp"
 #include "timer_kinds.hpp"
 
@@ -26,9 +26,6 @@ namespace {
 
 constexpr auto kFar = std::chrono::hours(1);
 constexpr benchmark::IterationCount kOpsPerThread = 500'000;
-// Long enough for wheeltimer's indicator to move 2 x kOpsPerThread new timers into the wheel
-// (every 16,384th schedule() wakes it to take them in).
-constexpr auto kSettle = std::chrono::milliseconds(50);
 
 // What every task's 8-byte capture points at; these far-future tasks never run.
 std::atomic<std::uint64_t> g_runs{0};
@@ -41,9 +38,16 @@ std::unique_ptr<Kind>& shared_timer() {
   static std::unique_ptr<Kind> timer;
   return timer;
 }
+// Whether the shared timer ran a task due now (see marker.hpp), before any row's threads start.
+template <class Kind>
+bool& shared_timer_ready() {
+  static bool ready = false;
+  return ready;
+}
 template <class Kind>
 void create_timer(const benchmark::State&) {
   shared_timer<Kind>() = std::make_unique<Kind>();
+  shared_timer_ready<Kind>() = run_marker(*shared_timer<Kind>(), Clock::duration::zero());
 }
 template <class Kind>
 void destroy_timer(const benchmark::State&) {
@@ -67,8 +71,11 @@ void bm_cancel(benchmark::State& state) {
   std::vector<typename Kind::Handle> handles;
   handles.reserve(count);
   for (std::size_t i = 0; i < count; ++i) handles.push_back(timer.schedule(far_task(), kFar));
-  // A timeout is usually canceled well after it was scheduled: let the timers settle in.
-  std::this_thread::sleep_for(kSettle);
+  // A timeout is usually canceled well after it was scheduled: the timer has taken these in.
+  if (!shared_timer_ready<Kind>() || !run_marker(timer, kMarkerDelay)) {
+    state.SkipWithError("the timer did not run a marker task within 10 s");
+    return;
+  }
 
   std::size_t next = 0;
   std::size_t canceled = 0;
