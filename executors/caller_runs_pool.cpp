@@ -8,6 +8,10 @@
 namespace wheeltimer {
 namespace {
 
+// More threads than any machine runs: most likely a negative number converted to size_t, which
+// would otherwise fail far from its cause (std::length_error, or thousands of threads started).
+constexpr std::size_t kMaxThreads = std::size_t{1} << 16;
+
 void run_swallowing(Task& work) noexcept {
   try {
     work();
@@ -19,8 +23,9 @@ void run_swallowing(Task& work) noexcept {
 
 CallerRunsPool::CallerRunsPool(std::size_t threads, std::size_t queue_capacity)
     : capacity_(queue_capacity) {
-  if (threads == 0) {
-    throw std::invalid_argument("wheeltimer: CallerRunsPool needs threads >= 1, got 0");
+  if (threads == 0 || threads > kMaxThreads) {
+    throw std::invalid_argument("wheeltimer: CallerRunsPool needs threads from 1 to " +
+                                std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
   }
   if (queue_capacity == 0) {
     throw std::invalid_argument("wheeltimer: CallerRunsPool needs queue_capacity >= 1, got 0");

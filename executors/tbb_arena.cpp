@@ -31,6 +31,11 @@ void received([[maybe_unused]] const void* job) noexcept {
 #endif
 }
 
+// oneTBB sets aside a slot of about 520 bytes for each unit of concurrency when the arena first
+// gets work, and crashes inside its initialisation from 2^28 on: a larger value is refused here,
+// while it can still be named. No machine runs this many threads at once.
+constexpr int kMaxConcurrency = 1 << 16;
+
 int checked_concurrency(int max_concurrency) {
   if (max_concurrency == tbb::task_arena::automatic) {
     // With no slot for outside threads the arena only ever has oneTBB's workers, of which the
@@ -40,10 +45,11 @@ int checked_concurrency(int max_concurrency) {
         tbb::global_control::max_allowed_parallelism);
     return std::max(1, static_cast<int>(allowed) - 1);
   }
-  if (max_concurrency < 1) {
+  if (max_concurrency < 1 || max_concurrency > kMaxConcurrency) {
     throw std::invalid_argument(
-        "wheeltimer: TbbArenaExecutor needs max_concurrency >= 1 or tbb::task_arena::automatic, "
-        "got " + std::to_string(max_concurrency));
+        "wheeltimer: TbbArenaExecutor needs max_concurrency from 1 to " +
+        std::to_string(kMaxConcurrency) + " or tbb::task_arena::automatic, got " +
+        std::to_string(max_concurrency));
   }
   return max_concurrency;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <future>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -147,6 +148,18 @@ TEST_F(CallerRunsPoolTest, ZeroCapacityIsInvalidArgumentNamingTheValue) {
     FAIL() << "CallerRunsPool(2, 0) did not throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find('0'), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CallerRunsPoolTest, MoreThreadsThanAnyMachineRunsIsInvalidArgumentNamingTheValue) {
+  for (const std::size_t threads : {std::size_t{65'537}, std::numeric_limits<std::size_t>::max()}) {
+    try {
+      CallerRunsPool pool(threads, 4);
+      FAIL() << "CallerRunsPool(" << threads << ", 4) did not throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(threads)), std::string::npos)
+          << e.what();
+    }
   }
 }
 
@@ -349,6 +362,20 @@ TEST_F(TbbArenaExecutorTest, NonPositiveConcurrencyOtherThanAutomaticIsInvalidAr
   EXPECT_NO_THROW(TbbArenaExecutor{tbb::task_arena::automatic});  // braces: not a declaration
   EXPECT_NO_THROW(TbbArenaExecutor());
   EXPECT_NO_THROW(TbbArenaExecutor(2));
+}
+
+// oneTBB itself crashes at the first task of an arena of 2^28 or more.
+TEST_F(TbbArenaExecutorTest, ConcurrencyAboveTheLimitIsInvalidArgumentNamingTheValue) {
+  for (const int concurrency : {65'537, 1 << 28, std::numeric_limits<int>::max()}) {
+    try {
+      TbbArenaExecutor executor(concurrency);
+      FAIL() << "TbbArenaExecutor(" << concurrency << ") did not throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(concurrency)), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(TbbArenaExecutor(65'536).max_concurrency(), 65'536);
 }
 
 TEST_F(TbbArenaExecutorTest, DestructorWaitsForQueuedWork) {

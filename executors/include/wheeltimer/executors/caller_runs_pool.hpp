@@ -24,7 +24,7 @@ namespace wheeltimer {
 
 class WHEELTIMER_API CallerRunsPool final : public Executor {
  public:
-  // Both arguments >= 1, else std::invalid_argument naming the value.
+  // Both arguments >= 1, and threads at most 65,536, else std::invalid_argument naming the value.
   CallerRunsPool(std::size_t threads, std::size_t queue_capacity);
   ~CallerRunsPool() override;
   CallerRunsPool(const CallerRunsPool&) = delete;

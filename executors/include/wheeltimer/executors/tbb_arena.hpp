@@ -27,7 +27,7 @@ namespace wheeltimer {
 class WHEELTIMER_API TbbArenaExecutor final : public Executor {
  public:
   // max_concurrency: tbb::task_arena::automatic (the default: as many threads as oneTBB has
-  // workers, its allowed parallelism minus one, at least 1) or >= 1; other values are
+  // workers, its allowed parallelism minus one, at least 1) or 1 to 65,536; other values are
   // std::invalid_argument.
   explicit TbbArenaExecutor(int max_concurrency = tbb::task_arena::automatic);
   ~TbbArenaExecutor() override;
