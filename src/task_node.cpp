@@ -112,10 +112,13 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
   // ops_ word: a copy of it is used.
   const Task::Ops* ops = std::exchange(ops_, nullptr);
   if (*old & kAttached) owner_->on_canceled(this, (*old & kInWheel) != 0);
-  // A node's callable is one a Task stored inline: no larger, and no more aligned.
-  alignas(Task::inline_alignment) unsigned char captures[Task::inline_capacity];
-  ops->relocate(storage(), captures);
-  ops->destroy(captures);  // may free the node: only its address is used below
+  // Captures with no destructor to run (pointers, ids) are left as they are: nothing to move.
+  if (!ops->trivially_destructible) {
+    // A node's callable is one a Task stored inline: no larger, and no more aligned.
+    alignas(Task::inline_alignment) unsigned char captures[Task::inline_capacity];
+    ops->relocate(storage(), captures);
+    ops->destroy(captures);  // may free the node: only its address is used below
+  }
   if (*old & kWaiter) wake_all(stripe_for(this));
   return true;
 }

@@ -90,6 +90,7 @@ class Task {
     void (*destroy)(void* storage) noexcept;
     std::size_t size;  // bytes it occupies in storage: its sizeof, a multiple of its alignment
     bool inline_storage;
+    bool trivially_destructible;  // stored inline and destroy() does nothing
   };
 
   template <class C>
@@ -106,7 +107,8 @@ class Task {
       },
       [](void* s) noexcept { static_cast<C*>(s)->~C(); },
       sizeof(C),
-      true};
+      true,
+      std::is_trivially_destructible_v<C>};
 
   template <class C>
   static constexpr Ops heap_ops{
@@ -114,6 +116,7 @@ class Task {
       [](void* from, void* to) noexcept { ::new (to) C*(*static_cast<C**>(from)); },
       [](void* s) noexcept { delete *static_cast<C**>(s); },
       sizeof(C*),
+      false,
       false};
 
   template <class C>
