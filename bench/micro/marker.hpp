@@ -1,5 +1,6 @@
 // Waiting until a timer has taken in everything scheduled before: a marker task, whose running
-// proves it, instead of a sleep that a loaded machine can outlast.
+// proves it, instead of a sleep that a loaded machine can outlast. Used by the cancel, memory,
+// stop() and re-arm rows.
 //
 // With kMarkerDelay, the marker is due beyond wheeltimer's lookahead (64 ms), so it queues behind
 // the calling thread's far-off timers in the same inbound lane, first-in-first-out for one

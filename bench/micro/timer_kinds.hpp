@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <wheeltimer/wheeltimer.hpp>
 
@@ -37,6 +38,7 @@ class WheelKind {
     return timer_.schedule(std::forward<F>(fn), delay);
   }
   static bool cancel(Handle& handle) noexcept { return handle.cancel(); }
+  std::vector<wheeltimer::PendingTask> stop() { return timer_.stop(); }
 
  private:
   static wheeltimer::TimerOptions options(std::shared_ptr<wheeltimer::Executor> executor) {
