@@ -6,23 +6,9 @@
 
 #include <wheeltimer/config.hpp>
 
-// GCC announces sanitizers through __SANITIZE_*__, Clang through __has_feature.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WHEELTIMER_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WHEELTIMER_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define WHEELTIMER_NO_NODE_POOL 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WHEELTIMER_NO_NODE_POOL 1
-#endif
-#endif
+#include "sanitizers.hpp"
 
-#if defined(WHEELTIMER_HAS_TBB) && !defined(WHEELTIMER_SANITIZED)
+#if defined(WHEELTIMER_HAS_TBB) && !defined(WHEELTIMER_ASAN) && !defined(WHEELTIMER_TSAN)
 #define WHEELTIMER_NODE_TBBMALLOC 1
 #include <oneapi/tbb/scalable_allocator.h>
 #endif
@@ -52,7 +38,7 @@ NodeMemory allocate_node(std::size_t bytes) {
   if (injection_armed.load(std::memory_order_relaxed) && injected_failure()) {
     throw std::bad_alloc();
   }
-#ifndef WHEELTIMER_NO_NODE_POOL
+#ifndef WHEELTIMER_ASAN
   if (bytes <= node_pool::kMaxCellSize) return {node_pool::allocate(bytes), true};
 #endif
 #ifdef WHEELTIMER_NODE_TBBMALLOC

@@ -5,7 +5,8 @@
 // Why not calloc, as before: glibc's calloc leaves a large block to mmap's zeroed pages only when
 // MALLOC_PERTURB_ is unset. `meson test` sets it by default, and then calloc writes every byte:
 // a timer with wheel_size 2^30 took about a minute and 8 GiB to construct. Large arrays are mapped
-// here directly; small ones still come from calloc, which wastes no page on them.
+// here directly (under AddressSanitizer with what follows them poisoned, so that an index past
+// the end is reported); small ones still come from calloc, which wastes no page on them.
 #pragma once
 
 #include <cstddef>
