@@ -8,8 +8,9 @@
 #include <utility>
 
 #include "executor_thread.hpp"
+#include "sanitizers.hpp"
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHEELTIMER_TSAN)
 extern "C" void __tsan_acquire(void* address);
 extern "C" void __tsan_release(void* address);
 #endif
@@ -21,12 +22,12 @@ namespace {
 // the enqueuing thread happens before it runs on a worker. These tell it, keyed by the job's
 // address; without TSan they are nothing.
 void published([[maybe_unused]] const void* job) noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHEELTIMER_TSAN)
   __tsan_release(const_cast<void*>(job));
 #endif
 }
 void received([[maybe_unused]] const void* job) noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHEELTIMER_TSAN)
   __tsan_acquire(const_cast<void*>(job));
 #endif
 }

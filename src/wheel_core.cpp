@@ -313,7 +313,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
 }
 
 void WheelCore::store_load_barrier() noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHEELTIMER_TSAN)
   // ThreadSanitizer does not model standalone fences. A seq_cst read-modify-write of one shared
   // word gives the same guarantee (whichever side's comes second sees what the other wrote before
   // its own), in terms it understands, at the price of a contended cache line.

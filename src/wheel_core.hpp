@@ -53,6 +53,7 @@
 #include "due_queue.hpp"
 #include "executor_reference.hpp"
 #include "inbound_lanes.hpp"
+#include "sanitizers.hpp"
 #include "task_node.hpp"
 #include "time_source.hpp"
 #include "wheel.hpp"
@@ -165,7 +166,7 @@ class WheelCore {
   // Set by ask_to_unlink() about once per kHousekeepingPeriod settles on a stripe, cleared by the
   // indicator.
   std::atomic<bool> unlink_wanted_{false};
-#if defined(__SANITIZE_THREAD__)
+#if defined(WHEELTIMER_TSAN)
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};  // see store_load_barrier()
 #endif
   // A thread settles tasks into one stripe's count and lists the nodes it cancels out of the wheel
