@@ -5,7 +5,9 @@
 namespace wheeltimer {
 
 void InlineExecutor::execute(Task work) {
-  if (!work) throw std::invalid_argument("wheeltimer: InlineExecutor::execute() was given an empty task");
+  if (!work) {
+    throw std::invalid_argument("wheeltimer: InlineExecutor::execute() was given an empty task");
+  }
   work();
 }
 

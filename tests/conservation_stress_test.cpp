@@ -829,7 +829,8 @@ TEST_F(RefusalRaceStressTest, FreedSlotIsUsableWhileRejectionsRace) {
   EXPECT_EQ(hammered_runs_.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest, ::testing::ValuesIn(wheeltimer::testing::executor_kinds(4)),
+INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest,
+                         ::testing::ValuesIn(wheeltimer::testing::executor_kinds(4)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {
                            return info.param.name;
                          });

@@ -242,7 +242,8 @@ TEST_F(FaultsTest, TaskDestroyingTheLastFutureToItselfIsHarmless) {
 // An executor that records which thread destroyed it.
 class RecordingPool final : public Executor {
  public:
-  explicit RecordingPool(std::atomic<std::thread::id>* destroyed_on) : destroyed_on_(destroyed_on) {}
+  explicit RecordingPool(std::atomic<std::thread::id>* destroyed_on)
+      : destroyed_on_(destroyed_on) {}
   ~RecordingPool() override { destroyed_on_->store(std::this_thread::get_id()); }
   void execute(Task work) override { pool_.execute(std::move(work)); }
 

@@ -147,7 +147,8 @@ class HashedWheelTimerTest : public ::testing::Test {
 // Options
 
 TEST_F(HashedWheelTimerTest, ZeroTickIsInvalidArgumentNamingTheValue) {
-  const std::string message = invalid_options_message(TimerOptions{.tick = Clock::duration::zero()});
+  const std::string message =
+      invalid_options_message(TimerOptions{.tick = Clock::duration::zero()});
   // "got 0": the rule's own "> 0" would not show that the value is named.
   EXPECT_NE(message.find("got 0"), std::string::npos) << message;
 }
@@ -344,8 +345,8 @@ TEST_F(HashedWheelTimerTest, TasksBeyondOneRotationRunOnTimeNotEarly) {
 }
 
 // A deadline whose slot the wheel has already passed fires at once, not a rotation later (the
-// PowerJob bug). The rotation (200 ms x 128 = 25.6 s) is far beyond kLateBound, so a task wrongly parked
-// for a full rotation trips the bound while scheduling noise does not.
+// PowerJob bug). The rotation (200 ms x 128 = 25.6 s) is far beyond kLateBound, so a task wrongly
+// parked for a full rotation trips the bound while scheduling noise does not.
 TEST_F(HashedWheelTimerTest, PastDeadlineFiresAtOnceNotNextRotation) {
   constexpr auto kTick = 200ms;
   HashedWheelTimer timer(TimerOptions{.tick = kTick, .wheel_size = 128});

@@ -296,7 +296,9 @@ void expect_stop_waits_for_running_task(std::shared_ptr<Executor> executor) {
   EXPECT_EQ(state_when_stop_returned.load(), static_cast<int>(TaskState::finished));
 }
 
-TEST_F(StopAdoptTest, StopWaitsForRunningInlineTask) { expect_stop_waits_for_running_task(nullptr); }
+TEST_F(StopAdoptTest, StopWaitsForRunningInlineTask) {
+  expect_stop_waits_for_running_task(nullptr);
+}
 
 TEST_F(StopAdoptTest, StopWaitsForRunningInlineExecutorTask) {
   expect_stop_waits_for_running_task(std::make_shared<InlineExecutor>());
@@ -815,7 +817,9 @@ TEST_F(StopAdoptTest, AdoptIntoFullTimerThrowsRejectedAndCancels) {
 TEST_F(StopAdoptTest, AdoptCountsAgainstMaxPending) {
   HashedWheelTimer origin(fast_options());
   std::vector<TimerFuture> originals;
-  for (int i = 0; i < 3; ++i) originals.push_back(origin.schedule([] {}, 1h + std::chrono::minutes(i)));
+  for (int i = 0; i < 3; ++i) {
+    originals.push_back(origin.schedule([] {}, 1h + std::chrono::minutes(i)));
+  }
   std::vector<PendingTask> handed = origin.stop();
   ASSERT_EQ(handed.size(), 3u);
 

@@ -153,7 +153,8 @@ void bm_dispatch(benchmark::State& state, Kind& timer) {
 }
 
 void configure(benchmark::internal::Benchmark* bench) {
-  bench->Iterations(static_cast<benchmark::IterationCount>(kTasksPerBatch * kBatches))->UseManualTime();
+  bench->Iterations(static_cast<benchmark::IterationCount>(kTasksPerBatch * kBatches))
+      ->UseManualTime();
 }
 
 }  // namespace
@@ -165,10 +166,11 @@ void register_dispatch_benchmarks() {
     bm_dispatch(state, timer);
   }));
   // ... and with no executor, the default, where the indicator runs tasks itself.
-  configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_no_executor", [](benchmark::State& state) {
-    WheelKind timer;
-    bm_dispatch(state, timer);
-  }));
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_no_executor",
+                                        [](benchmark::State& state) {
+                                          WheelKind timer;
+                                          bm_dispatch(state, timer);
+                                        }));
   configure(benchmark::RegisterBenchmark("BM_Dispatch/heap", [](benchmark::State& state) {
     HeapTimer timer;
     bm_dispatch(state, timer);

@@ -13,7 +13,9 @@ constexpr std::size_t kMinPurgeSize = 1024;
 
 void HeapTimer::Queue::purge_canceled() {
   const std::size_t before = c.size();
-  std::erase_if(c, [](const Entry& e) { return e.job->state.load(std::memory_order_relaxed) == kCanceled; });
+  std::erase_if(c, [](const Entry& e) {
+    return e.job->state.load(std::memory_order_relaxed) == kCanceled;
+  });
   std::make_heap(c.begin(), c.end(), comp);
   purged = before - c.size();
 }
@@ -56,7 +58,9 @@ HeapTimer::Handle HeapTimer::schedule_at(std::function<void()> fn, Clock::time_p
 
 bool HeapTimer::cancel(const Handle& job) noexcept {
   std::uint8_t expected = kWaiting;
-  if (!job->state.compare_exchange_strong(expected, kCanceled, std::memory_order_acq_rel)) return false;
+  if (!job->state.compare_exchange_strong(expected, kCanceled, std::memory_order_acq_rel)) {
+    return false;
+  }
   const std::int64_t canceled = canceled_in_queue_.fetch_add(1, std::memory_order_relaxed) + 1;
   // A guess without the lock (the size may be stale): only a cancel that may cross the line takes
   // the lock, and purge_if_worth_it() checks again under it.

@@ -55,7 +55,9 @@ class HeapTimer {
     Handle job;
   };
   struct Later {
-    bool operator()(const Entry& a, const Entry& b) const noexcept { return a.deadline > b.deadline; }
+    bool operator()(const Entry& a, const Entry& b) const noexcept {
+      return a.deadline > b.deadline;
+    }
   };
   // A priority_queue that lets us purge canceled entries (the container is a protected member).
   struct Queue : std::priority_queue<Entry, std::vector<Entry>, Later> {

@@ -36,8 +36,10 @@ void bm_construct(benchmark::State& state) {
 template <std::size_t Bytes>
 void register_size() {
   const std::string prefix = "BM_TaskConstruct/capture_" + std::to_string(Bytes) + "B/";
-  benchmark::RegisterBenchmark((prefix + "wheeltimer").c_str(), bm_construct<wheeltimer::Task, Bytes>);
-  benchmark::RegisterBenchmark((prefix + "std_function").c_str(), bm_construct<std::function<void()>, Bytes>);
+  benchmark::RegisterBenchmark((prefix + "wheeltimer").c_str(),
+                               bm_construct<wheeltimer::Task, Bytes>);
+  benchmark::RegisterBenchmark((prefix + "std_function").c_str(),
+                               bm_construct<std::function<void()>, Bytes>);
 }
 
 }  // namespace

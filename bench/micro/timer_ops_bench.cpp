@@ -114,13 +114,16 @@ void configure(benchmark::internal::Benchmark* bench) {
 
 void register_timer_op_benchmarks() {
   for_each_kind([]<class Kind>() {
-    configure<Kind>(benchmark::RegisterBenchmark(row_name<Kind>("BM_Schedule").c_str(), bm_schedule<Kind>));
+    configure<Kind>(
+        benchmark::RegisterBenchmark(row_name<Kind>("BM_Schedule").c_str(), bm_schedule<Kind>));
   });
   for_each_kind([]<class Kind>() {
-    configure<Kind>(benchmark::RegisterBenchmark(row_name<Kind>("BM_Cancel").c_str(), bm_cancel<Kind>));
+    configure<Kind>(
+        benchmark::RegisterBenchmark(row_name<Kind>("BM_Cancel").c_str(), bm_cancel<Kind>));
   });
   for_each_kind([]<class Kind>() {
-    configure<Kind>(benchmark::RegisterBenchmark(row_name<Kind>("BM_Churn").c_str(), bm_churn<Kind>));
+    configure<Kind>(
+        benchmark::RegisterBenchmark(row_name<Kind>("BM_Churn").c_str(), bm_churn<Kind>));
   });
 }
 

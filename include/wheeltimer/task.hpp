@@ -32,11 +32,12 @@ class Task {
   Task() noexcept = default;
   Task(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor): mirrors std::function
 
+  // Implicit, so that `schedule([]{...}, 10ms)` compiles.
   template <class F>
     requires(!std::is_same_v<std::remove_cvref_t<F>, Task> &&
              std::is_invocable_v<std::decay_t<F>&> &&
              std::is_constructible_v<std::decay_t<F>, F>)
-  Task(F&& callable) {  // NOLINT(google-explicit-constructor): `schedule([]{...}, 10ms)` must compile
+  Task(F&& callable) {  // NOLINT(google-explicit-constructor)
     using Callable = std::decay_t<F>;
     if (is_null(callable)) return;
     if constexpr (fits_inline<Callable>) {

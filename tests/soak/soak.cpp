@@ -5,11 +5,12 @@
 // Rejected happen), and TbbArenaExecutor when built with oneTBB (else a second CallerRunsPool).
 // Producer threads schedule tasks on them with random delays: due now, negative, 0-50 ms, some
 // 50 ms - 2 s (upper wheel levels of the small wheels, so they cascade, often after being handed
-// back and adopted), a few saturated (hours::max(), nanoseconds::max()). Canceller threads cancel random outstanding
-// futures. A rotator thread stop()s one timer every 200 ms, installs a fresh replacement and hands
-// every PendingTask it got back to a live timer: most are adopt()ed, some due ones are run() on the
-// spot, some are dropped. Tasks may throw (std::runtime_error or an int), sleep 1-5 ms (slow IO),
-// or schedule a child on their own timer from inside, and cancel it at once.
+// back and adopted), a few saturated (hours::max(), nanoseconds::max()). Canceller threads cancel
+// random outstanding futures. A rotator thread stop()s one timer every 200 ms, installs a fresh
+// replacement and hands every PendingTask it got back to a live timer: most are adopt()ed, some due
+// ones are run() on the spot, some are dropped. Tasks may throw (std::runtime_error or an int),
+// sleep 1-5 ms (slow IO), or schedule a child on their own timer from inside, and cancel it at
+// once.
 //
 // How it checks. Every schedule attempt takes a record from a fixed pool of slots; the task writes
 // only its record's atomics (run count, start time). A slot's state word is generation << 2 |
