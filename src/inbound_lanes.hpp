@@ -16,6 +16,9 @@
 //
 // Threads: push() from any thread; the rest from the indicator, or from stop() once the indicator
 // has exited.
+//
+// Memory ordering: moodycamel's enqueue releases and its dequeue acquires, so whoever takes a node
+// sees everything its producer wrote into it before push().
 #pragma once
 
 #include <algorithm>

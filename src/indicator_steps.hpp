@@ -1,5 +1,7 @@
 // The indicator's arithmetic over the wheel and the due queue, apart from WheelCore, so that a test
 // can drive the two structures exactly as the indicator does (tests/wheel_range_test.cpp).
+//
+// Threads: whoever owns the wheel and the due queue (the indicator, or a test); no synchronisation.
 #pragma once
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 // several at once, one node of each list in turn while the next node of each is prefetched,
 // overlaps those misses. The wheel walks its slots' lists this way, and the indicator the lists
 // of canceled nodes.
+//
+// Threads: the caller must own the lists; no synchronisation.
 #pragma once
 
 #include <cstddef>

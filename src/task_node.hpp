@@ -31,9 +31,10 @@
 // to unlink: written by the canceling thread before it pushes the node, then read by whoever takes
 // the list (see WheelCore::on_canceled).
 //
-// Memory ordering: transitions are acq_rel, so the winner of a transition sees everything the
-// scheduler wrote into the node; FINISHED is published with release after the exception_ptr is
-// written into the storage.
+// Memory ordering: transitions are acq_rel. What the scheduler wrote into the node reaches the
+// indicator through the inbound queue (InboundLanes) and other threads through the handle they got
+// from it, so the winner of a transition sees it; FINISHED is published with release after the
+// exception_ptr is written into the storage.
 #pragma once
 
 #include <atomic>

@@ -2,8 +2,9 @@
 //
 // SteadyTimeSource is the real clock (wheeltimer::Clock). Tests use ManualClock
 // (manual_clock.hpp), whose time moves only when the test says so. The indicator is the only
-// caller of now() and sleep_until(); any thread may call wake() and interrupt(). schedule() never
-// reads the time; it calls wake() when its task is due before the indicator's next wake-up.
+// caller of now() and sleep_until(); any thread may call wake() and interrupt(). schedule_at()
+// never calls now() (schedule(delay) measures from wheeltimer::Clock, even on a ManualClock); it
+// calls wake() when its task is due before the indicator's next wake-up.
 // schedule() and cancel() also call it now and then for housekeeping (see wheel_core.hpp).
 #pragma once
 

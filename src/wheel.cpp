@@ -17,7 +17,7 @@ Wheel::Wheel(std::size_t slots, Clock::time_point start, Clock::duration tick)
       chains0_(slots <= (std::size_t{1} << 16) ? kChains : 1),
       level0_(slots * chains0_),
       occupied0_(slots),
-      // 360 KiB of heads, of which a timer touches the pages of the levels it uses (32 KiB each).
+      // 352 KiB of heads, of which a timer touches the pages of the levels it uses (32 KiB each).
       upper_(kUpperLists) {}
 
 std::uint64_t Wheel::tick_of(Clock::time_point deadline) const noexcept {

@@ -209,6 +209,8 @@ WheelCore::~WheelCore() {
 bool WheelCore::admit(const char* operation) {
   const std::uint64_t limit = options_.max_pending;
   std::uint64_t current = control_.load(std::memory_order_seq_cst);
+  // Acquire, pairing with the release below: the stripe reads that produced a floor another thread
+  // stored happen before this CAS, so the floor is at most the settled count at it.
   std::uint64_t floor = limit != 0 ? settled_floor_.load(std::memory_order_acquire) : 0;
   std::uint64_t next = 0;
   do {
@@ -593,6 +595,8 @@ void WheelCore::prune_dispatched() {
 // ---- stop() ----------------------------------------------------------------------------------
 
 void WheelCore::halt_indicator() {
+  // Outside admit()'s seq_cst argument, and need not be in it: a read-modify-write is ordered with
+  // every CAS on control_, so each admit() either counts its task before the flag or sees it.
   control_.fetch_or(kStopping, std::memory_order_acq_rel);
   stopping_.store(true, std::memory_order_relaxed);
   time_->interrupt();

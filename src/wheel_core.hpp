@@ -159,8 +159,8 @@ class WheelCore {
   alignas(64) std::atomic<std::uint64_t> control_{0};
   std::atomic<std::uint64_t> settled_floor_{0};
   // When the indicator will wake next (Clock::rep), or kAwake. Written by the indicator about once
-  // per wake-up and read by every producer: its own line, which producers never write (cancels
-  // write the flag next to it, rarely).
+  // per wake-up and read by every producer: its own line, which a producer writes only when it
+  // claims a wake-up (claim_wake()); cancels write the flag next to it, rarely.
   static constexpr Clock::rep kAwake = std::numeric_limits<Clock::rep>::min();
   alignas(64) std::atomic<Clock::rep> wake_at_{kAwake};
   // Set by ask_to_unlink() about once per kHousekeepingPeriod settles on a stripe, cleared by the

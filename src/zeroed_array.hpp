@@ -7,6 +7,8 @@
 // a timer with wheel_size 2^30 took about a minute and 8 GiB to construct. Large arrays are mapped
 // here directly (under AddressSanitizer with what follows them poisoned, so that an index past
 // the end is reported); small ones still come from calloc, which wastes no page on them.
+//
+// Threads: one owner at a time, like a std::vector; no synchronisation.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,10 @@
 // execute() may be called from any thread, concurrently (a timer calls it from its indicator
 // thread; several timers may share one executor). The work a timer hands over never throws and
 // runs as a no-op if its task was canceled or handed back by stop() while queued.
+//
+// Memory ordering: an implementation must make everything before execute() happen before `work`
+// runs on its thread (a mutex, or a queue with release/acquire hand-off, does). The timer relies
+// on that alone to pass the task's captures, and its own reference to the task, to that thread.
 #pragma once
 
 #include <wheeltimer/config.hpp>

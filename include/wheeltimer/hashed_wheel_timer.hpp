@@ -18,6 +18,9 @@
 // destroy the timer only once no other thread is still inside one of its calls: a schedule() that
 // was accepted just before stop() may still be returning (waking the indicator) after stop() has
 // handed its task back.
+//
+// Memory ordering: everything a thread did before it called schedule() or schedule_at() happens
+// before the task starts, and everything the task did happens before its future reads FINISHED.
 #pragma once
 
 #include <cstddef>
