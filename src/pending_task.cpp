@@ -27,7 +27,7 @@ void PendingTask::run() noexcept {
   // The run's own reference, which its last step drops: without it, a task that destroys this
   // handle while it runs (through something its captures own) could free the node under itself.
   node_->retain();
-  node_->run([](const std::exception_ptr&) {}, 1);
+  node_->run([](const std::exception_ptr&) {});
 }
 
 }  // namespace wheeltimer

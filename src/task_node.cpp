@@ -172,15 +172,15 @@ bool TaskNode::attach(WheelCore* owner) noexcept {
       .has_value();
 }
 
-void TaskNode::finish(std::uint32_t references) noexcept {
-  // Picked first: once the add has dropped our references, another owner may free the node.
+void TaskNode::finish() noexcept {
+  // Picked first: once the add has dropped our reference, another owner may free the node.
   WaitStripe& stripe = stripe_for(this);
   // RUNNING (1) + 1 == FINISHED (2): one atomic add, no carry into the flag bits, which also
-  // drops the references (a locked instruction less per task than a release() after it).
-  const std::uint64_t old = word_.fetch_add(
-      (kFinished - kRunning) - std::uint64_t{references} * kReference, std::memory_order_acq_rel);
+  // drops the caller's reference (a locked instruction less per task than a release() after it).
+  const std::uint64_t old =
+      word_.fetch_add((kFinished - kRunning) - kReference, std::memory_order_acq_rel);
   if (old & kWaiter) wake_all(stripe);
-  if (old / kReference == references) destroy();
+  if (old / kReference == 1) destroy();
 }
 
 bool TaskNode::wait_until(Clock::time_point limit) const {

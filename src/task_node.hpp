@@ -85,7 +85,6 @@ class TaskNode {
   }
   Clock::time_point deadline() const noexcept { return deadline_; }
   std::exception_ptr error() const noexcept;
-  WheelCore* owner() const noexcept { return owner_; }
 
   // --- Transitions. Each returns whether this call made it. ---
 
@@ -120,10 +119,10 @@ class TaskNode {
   }
 
   // Runs a started (RUNNING) task: destroys the captures afterwards, stores what it threw, tells
-  // `on_error` (swallowing what that throws), then publishes FINISHED, dropping `references` (at
-  // least one) of the caller's references in the same atomic step: the node may be gone on return.
+  // `on_error` (swallowing what that throws), then publishes FINISHED, dropping the caller's
+  // reference in the same atomic step: the node may be gone on return.
   template <class OnError>
-  void run(OnError&& on_error, std::uint32_t references) noexcept {
+  void run(OnError&& on_error) noexcept {
     std::exception_ptr thrown;
     try {
       ops_->invoke(storage());
@@ -139,7 +138,7 @@ class TaskNode {
       } catch (...) {
       }
     }
-    finish(references);
+    finish();
   }
 
   // Blocks until FINISHED or CANCELED or `limit`; time_point::max() means no limit.
@@ -197,7 +196,7 @@ class TaskNode {
   }
   bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
   bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
-  void finish(std::uint32_t references) noexcept;
+  void finish() noexcept;
 
   mutable std::atomic<std::uint64_t> word_;
   WheelCore* owner_;

@@ -34,7 +34,6 @@
 #include <cstdint>
 #include <list>
 #include <limits>
-#include <memory>
 #include <new>
 #include <utility>
 

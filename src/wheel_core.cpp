@@ -137,7 +137,7 @@ class WheelCore::ExecutorWork {
   void operator()() noexcept {
     // The run drops this wrapper's reference in the step that publishes FINISHED.
     if (node_ != nullptr && node_->start_dispatched(epoch_)) {
-      core_->run_started(std::exchange(node_, nullptr), 1);
+      core_->run_started(std::exchange(node_, nullptr));
     }
   }
 
@@ -530,7 +530,7 @@ void WheelCore::dispatch(TaskNode* node) {
   if (!executor_) {
     // The wheel's reference goes with the run's last step, or here if the task was canceled.
     if (node->start_attached()) {
-      run_started(node, 1);
+      run_started(node);
     } else {
       node->release();
     }
@@ -565,10 +565,10 @@ void WheelCore::refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr w
   running_in = outer;
 }
 
-void WheelCore::run_started(TaskNode* node, std::uint32_t references) noexcept {
+void WheelCore::run_started(TaskNode* node) noexcept {
   settled_one();
   const WheelCore* outer = std::exchange(running_in, this);
-  node->run([this](const std::exception_ptr& error) { report(error); }, references);
+  node->run([this](const std::exception_ptr& error) { report(error); });
   running_in = outer;
 }
 

@@ -129,8 +129,8 @@ class WheelCore {
   // The executor's refusal of a dispatched node (or no memory to track it): `why` goes to
   // on_error, and the task is canceled.
   void refuse(TaskNode* node, std::uint32_t epoch, std::exception_ptr why) noexcept;
-  // Runs a task this thread started, dropping `references` of the caller's references to it.
-  void run_started(TaskNode* node, std::uint32_t references) noexcept;
+  // Runs a task this thread started, dropping the caller's reference to it.
+  void run_started(TaskNode* node) noexcept;
   void report(std::exception_ptr error) const noexcept;
   void prune_dispatched();
 

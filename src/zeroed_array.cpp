@@ -1,7 +1,6 @@
 #include "zeroed_array.hpp"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <new>
@@ -10,6 +9,7 @@
 
 #if defined(WHEELTIMER_ASAN)
 #include <sanitizer/asan_interface.h>
+#include <unistd.h>
 #endif
 
 namespace wheeltimer::detail {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <ratio>
 #include <stdexcept>
-#include <string>
 #include <type_traits>
 
 namespace wheeltimer {
