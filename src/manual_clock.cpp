@@ -51,7 +51,7 @@ class ManualClock::Source final : public TimeSource {
     }
   }
 
-  void wake() override {
+  void wake() noexcept override {
     std::lock_guard<std::mutex> lock(clock_->mutex_);
     woken_ = true;
     // Busy from now on, so an advance() that follows waits for what the wake-up was for.
@@ -62,7 +62,7 @@ class ManualClock::Source final : public TimeSource {
     clock_->changed_.notify_all();
   }
 
-  void interrupt() override {
+  void interrupt() noexcept override {
     std::lock_guard<std::mutex> lock(clock_->mutex_);
     interrupted_ = true;
     clock_->changed_.notify_all();

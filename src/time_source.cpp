@@ -27,7 +27,7 @@ bool SteadyTimeSource::sleep_until(Clock::time_point due) {
   return false;
 }
 
-void SteadyTimeSource::wake() {
+void SteadyTimeSource::wake() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     woken_ = true;
@@ -35,7 +35,7 @@ void SteadyTimeSource::wake() {
   changed_.notify_one();
 }
 
-void SteadyTimeSource::interrupt() {
+void SteadyTimeSource::interrupt() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     interrupted_ = true;

@@ -23,8 +23,11 @@ class TimeSource {
   // before the call makes it return at once (once); an interrupt() makes this and every later
   // call return false at once.
   virtual bool sleep_until(Clock::time_point due) = 0;
-  virtual void wake() = 0;
-  virtual void interrupt() = 0;
+  // noexcept: schedule() and cancel() call wake() from their own noexcept steps. Locking a
+  // std::mutex that the caller does not hold does not fail in practice; if it did, the program
+  // would end here rather than lose a wake-up.
+  virtual void wake() noexcept = 0;
+  virtual void interrupt() noexcept = 0;
 };
 
 // Coalescing: a sleep by the time ends no sooner than `coalescing` after the previous sleep that
@@ -41,8 +44,8 @@ class SteadyTimeSource final : public TimeSource {
 
   Clock::time_point now() override { return Clock::now(); }
   bool sleep_until(Clock::time_point due) override;
-  void wake() override;
-  void interrupt() override;
+  void wake() noexcept override;
+  void interrupt() noexcept override;
 
  private:
   std::mutex mutex_;

@@ -379,7 +379,7 @@ void WheelCore::ask_to_unlink() noexcept {
 
 // ---- The indicator ---------------------------------------------------------------------------
 
-void WheelCore::run_indicator() {
+void WheelCore::run_indicator() noexcept {
   do {
     transfer_inbound();
     if (unlink_wanted_.load(std::memory_order_relaxed)) {

@@ -76,7 +76,7 @@ class WheelCore {
   // taken out by then is kept, and the next call returns them with the rest.
   std::vector<PendingTask> stop();
   // stop() for the destructor: cancels what stop() would hand back; out of memory, it cancels
-  // them where they lie, allocating nothing, so it never fails.
+  // them where they lie, allocating nothing, so it never fails for lack of memory.
   void stop_discarding() noexcept;
   std::size_t pending() const noexcept;
   std::size_t wheel_size() const noexcept { return wheel_.slot_count(); }
@@ -113,7 +113,9 @@ class WheelCore {
   // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
   void store_load_barrier() noexcept;
 
-  void run_indicator();
+  // The indicator thread's whole life. It handles running out of memory itself (it waits and
+  // tries again), so nothing is expected to leave it; anything that did would end the program.
+  void run_indicator() noexcept;
   void transfer_inbound();
   // Unlinks up to kMaxNodesPerRound canceled nodes; true if it reached that cap (more may wait).
   bool unlink_canceled() noexcept;

@@ -44,7 +44,7 @@ class WHEELTIMER_API HashedWheelTimer final : public Timer {
   // Tagged with the std::string ABI that TimerOptions::thread_name has (see config.hpp).
   WHEELTIMER_STRING_ABI_TAG explicit HashedWheelTimer(TimerOptions options = {});
   // stop(), discarding what it returns (those tasks are canceled). Out of memory, it cancels them
-  // without handing them back, so it never fails.
+  // without handing them back, so it never fails for lack of memory.
   ~HashedWheelTimer() override;
   HashedWheelTimer(const HashedWheelTimer&) = delete;
   HashedWheelTimer& operator=(const HashedWheelTimer&) = delete;
