@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <exception>
 #include <future>
 #include <latch>
@@ -440,6 +441,26 @@ TEST_F(StopAdoptTest, StopInsideOwnArenaTaskThrowsLogicErrorAndTimerKeepsRunning
   expect_stop_inside_own_task_is_refused(std::make_shared<wheeltimer::TbbArenaExecutor>(2));
 }
 #endif
+
+// Destroying a timer from one of its own tasks is a precondition violation (API.md); the README
+// says the program then ends at once, in std::terminate, rather than hang waiting for itself.
+void destroy_timer_from_its_own_task(std::shared_ptr<Executor> executor) {
+  auto* timer = new HashedWheelTimer(TimerOptions{.tick = 1ms, .executor = std::move(executor)});
+  TimerFuture destroyer = timer->schedule([timer] { delete timer; }, 0ms);
+  destroyer.wait_for(kMustHappen);  // the delete ends the process first
+}
+
+TEST(StopAdoptDeathTest, DestroyingTheTimerFromItsOwnInlineTaskTerminates) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(destroy_timer_from_its_own_task(nullptr), ::testing::KilledBySignal(SIGABRT),
+              "terminate called");
+}
+
+TEST(StopAdoptDeathTest, DestroyingTheTimerFromItsOwnPoolTaskTerminates) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(destroy_timer_from_its_own_task(std::make_shared<CallerRunsPool>(2, 16)),
+              ::testing::KilledBySignal(SIGABRT), "terminate called");
+}
 
 TEST_F(StopAdoptTest, StopFromTaskOfAnotherTimerWorks) {
   HashedWheelTimer target(fast_options());
