@@ -1,5 +1,6 @@
 // WheelCore: everything behind a HashedWheelTimer: the inbound lanes producers push into, the
-// indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop().
+// indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop() (whose
+// taking out of the tasks is in wheel_core_stop.cpp).
 //
 // Threads:
 //  - schedule_at()/adopt(): any thread. They count the task as admitted in `control_`, then push
@@ -136,8 +137,11 @@ class WheelCore {
   void report(std::exception_ptr error) const noexcept;
   void prune_dispatched();
 
-  // stop()'s parts.
+  // stop()'s parts (the rest are in wheel_core_stop.cpp).
   void halt_indicator();
+  // Whether this thread is running one of this timer's tasks, or is its indicator: stop() here
+  // would wait for itself.
+  bool on_own_thread() const noexcept;
   // Takes every task out of the stopped timer: each that has not started is detached, settled
   // and passed to `hand_back`; running ones are waited for, and the rest released. Before it
   // takes anything out of the inbound lanes it asks `room(n)`, n being how many wait there (a
