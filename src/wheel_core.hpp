@@ -63,7 +63,7 @@ namespace wheeltimer::detail {
 
 class WheelCore {
  public:
-  // Starts the indicator on `time`, by default the real clock coalescing wake-ups to a tenth of
+  // Starts the indicator on `time`, by default the real clock coalescing wake-ups to a seventh of
   // a tick, at most 1 ms (see SteadyTimeSource). Invalid options are std::invalid_argument naming
   // the value; wheel_size is rounded up to a power of two.
   explicit WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time = nullptr);
