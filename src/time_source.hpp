@@ -23,9 +23,10 @@ class TimeSource {
   // before the call makes it return at once (once); an interrupt() makes this and every later
   // call return false at once.
   virtual bool sleep_until(Clock::time_point due) = 0;
-  // noexcept: schedule() and cancel() call wake() from their own noexcept steps. Locking a
-  // std::mutex that the caller does not hold does not fail in practice; if it did, the program
-  // would end here rather than lose a wake-up.
+  // noexcept: schedule() and cancel() call wake() from their own noexcept steps, and stop() calls
+  // interrupt() once it has set the stopping flag, which it cannot take back. Locking a std::mutex
+  // that the caller does not hold does not fail in practice; if it did, the program would end
+  // here rather than lose a wake-up or leave a timer half stopped.
   virtual void wake() noexcept = 0;
   virtual void interrupt() noexcept = 0;
 };

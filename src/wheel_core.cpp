@@ -71,11 +71,13 @@ constexpr std::size_t kMinPrune = 1024;
 // most that much (plus the OS's wake-up latency) late. Measured with
 // `wheeltimer-bench fire` (1,000,000 over 1 s, 1 ms tick): a tenth of a tick cut the wake-ups
 // from ~8,500 to ~5,200 and the firing CPU by a fifth, while the kernel's default timer slack
-// (below) still added its 50 us to every sleep. Without that slack a seventh keeps a dense
-// stream's wake-ups about where they were (5,494 against 5,039, medians of 13 runs each), for
-// the same CPU (0.637 against 0.629 s) and median lateness (0.116 against 0.121 ms).
+// (below) still added its 50 us to every sleep. Without that slack, a seventh keeps a dense
+// stream's wake-ups near where they were (the process's voluntary context switches 5,494 against
+// 5,039, medians of 13 runs each: 9% more), for the same CPU (0.637 against 0.629 s) and median
+// lateness (0.116 against 0.121 ms).
 // Never more than kMaxCoalescing, so a coarse tick (a second, an hour) does not make tasks that
-// many sevenths of a second late; that still bounds timed wake-ups to a thousand a second.
+// many sevenths of a second late; with ticks of 7 ms or more that bounds timed wake-ups to a
+// thousand a second (about 7,000 with a 1 ms tick).
 constexpr int kCoalescingPerTick = 7;
 constexpr Clock::duration kMaxCoalescing = std::chrono::milliseconds(1);
 // Linux lets a thread's timed sleep end up to its timer slack late (50 us by default), to batch

@@ -137,7 +137,7 @@ class WheelCore {
   void report(std::exception_ptr error) const noexcept;
   void prune_dispatched();
 
-  // stop()'s parts (the rest are in wheel_core_stop.cpp).
+  // stop()'s parts; take_out_all(), stop() and stop_discarding() are in wheel_core_stop.cpp.
   void halt_indicator();
   // Whether this thread is running one of this timer's tasks, or is its indicator: stop() here
   // would wait for itself.

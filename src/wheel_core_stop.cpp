@@ -1,8 +1,12 @@
 // WheelCore's stop(): halting the indicator is in wheel_core.cpp; here the timer's tasks are taken
 // out of every place the indicator kept them, handed back or discarded. See wheel_core.hpp for the
 // threads and the ordering stop() relies on.
+#include "wheel_core.hpp"
+
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <new>
@@ -10,8 +14,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include "wheel_core.hpp"
 
 namespace wheeltimer::detail {
 namespace {
@@ -108,8 +110,14 @@ std::vector<PendingTask> WheelCore::stop() {
 }
 
 void WheelCore::stop_discarding() noexcept {
-  // From one of the timer's own tasks, stop() throws std::logic_error: a precondition violation,
-  // and here it terminates, as a throwing destructor would.
+  if (on_own_thread()) {
+    // A precondition violation (API.md): the timer would wait for itself. stop()'s logic_error
+    // would end the program here too, through std::terminate, but with no word of why.
+    std::fputs("wheeltimer: a HashedWheelTimer was destroyed from inside one of its own tasks or "
+               "on its indicator thread (a precondition violation: it would wait for itself)\n",
+               stderr);
+    std::abort();
+  }
   try {
     // Dropping what stop() hands back frees the nodes in deadline order, which for timeouts of
     // one length is the order they were allocated in, so the node pool hands them out again in
