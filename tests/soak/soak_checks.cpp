@@ -1,12 +1,12 @@
 // The soak's checks: each stop(), matching the tasks it hands back to their records and handing
 // them on, settling finished and canceled records, and the final shutdown.
+#include "soak.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
-
-#include "soak.hpp"
 
 namespace soak {
 

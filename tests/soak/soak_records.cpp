@@ -1,10 +1,10 @@
 // The pool of records: taking free slots, claiming one for a schedule attempt, publishing it
 // once accepted, and describing one in a violation.
+#include "soak.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
-
-#include "soak.hpp"
 
 namespace soak {
 

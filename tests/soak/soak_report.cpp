@@ -1,11 +1,11 @@
 // The soak's output: the progress line while it runs, and the closing table and JSON line.
+#include "soak.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "soak.hpp"
 
 namespace soak {
 

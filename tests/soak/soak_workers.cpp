@@ -1,5 +1,7 @@
 // The soak's threads and tasks: the timers it builds, producers, cancellers, the rotator, the
 // periodic checker, what a task does when it runs, and on_error.
+#include "soak.hpp"
+
 #include <charconv>
 #include <chrono>
 #include <iterator>
@@ -9,8 +11,6 @@
 #include <thread>
 
 #include <pthread.h>
-
-#include "soak.hpp"
 
 // TimerOptions{.tick = ...} is the documented way to build options; -Wextra would flag every
 // member left to its default.
