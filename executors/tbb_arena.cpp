@@ -33,8 +33,9 @@ void received([[maybe_unused]] const void* job) noexcept {
 }
 
 // oneTBB sets aside a slot of about 520 bytes for each unit of concurrency when the arena first
-// gets work, and crashes inside its initialisation from 2^28 on: a larger value is refused here,
-// while it can still be named. No machine runs this many threads at once.
+// gets work, and crashes inside its initialisation from 2^28 on. API.md accepts every positive
+// value, so a larger one is lowered to this: no machine runs this many threads at once, and the
+// arena never runs more work at a time than oneTBB has workers anyway.
 constexpr int kMaxConcurrency = 1 << 16;
 
 int checked_concurrency(int max_concurrency) {
@@ -46,13 +47,13 @@ int checked_concurrency(int max_concurrency) {
         tbb::global_control::max_allowed_parallelism);
     return std::max(1, static_cast<int>(allowed) - 1);
   }
-  if (max_concurrency < 1 || max_concurrency > kMaxConcurrency) {
+  if (max_concurrency < 1) {
     throw std::invalid_argument(
-        "wheeltimer: TbbArenaExecutor needs max_concurrency from 1 to " +
-        std::to_string(kMaxConcurrency) + " or tbb::task_arena::automatic, got " +
+        "wheeltimer: TbbArenaExecutor needs max_concurrency >= 1 or tbb::task_arena::automatic, "
+        "got " +
         std::to_string(max_concurrency));
   }
-  return max_concurrency;
+  return std::min(max_concurrency, kMaxConcurrency);
 }
 
 }  // namespace

@@ -27,8 +27,9 @@ namespace wheeltimer {
 class WHEELTIMER_API TbbArenaExecutor final : public Executor {
  public:
   // max_concurrency: tbb::task_arena::automatic (the default: as many threads as oneTBB has
-  // workers, its allowed parallelism minus one, at least 1) or 1 to 65,536; other values are
-  // std::invalid_argument.
+  // workers, its allowed parallelism minus one, at least 1) or any positive value; other values
+  // are std::invalid_argument. oneTBB keeps memory for each unit, so a value over 65,536 is
+  // taken as 65,536, which max_concurrency() then returns.
   explicit TbbArenaExecutor(int max_concurrency = tbb::task_arena::automatic);
   ~TbbArenaExecutor() override;
   TbbArenaExecutor(const TbbArenaExecutor&) = delete;
