@@ -1,6 +1,7 @@
 // WheelCore: everything behind a HashedWheelTimer: the inbound lanes producers push into, the
-// indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop() (whose
-// taking out of the tasks is in wheel_core_stop.cpp).
+// indicator thread that ticks the wheel, dispatch to the executor, cancellation and stop(). The
+// producers' side is in wheel_core.cpp, the indicator's in wheel_core_indicator.cpp, and stop()'s
+// taking out of the tasks in wheel_core_stop.cpp.
 //
 // Threads:
 //  - schedule_at()/adopt(): any thread. They count the task as admitted in `control_`, then push
@@ -43,9 +44,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,6 +117,9 @@ class WheelCore {
   // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
   void store_load_barrier() noexcept;
 
+  // The indicator thread's body: names the thread (`named` is told once it has), then runs the
+  // wheel.
+  void indicator_main(const std::string& name, std::promise<void>& named);
   // The indicator thread's whole life. It handles running out of memory itself (it waits and
   // tries again), so nothing is expected to leave it; anything that did would end the program.
   void run_indicator() noexcept;
@@ -202,6 +208,9 @@ class WheelCore {
   CanceledLists unlinking_{};  // the rest of the lists taken by unlink_canceled()
   DueQueue due_;  // nodes whose tick has begun, each with the wheel's reference
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
+  // dispatched_ is pruned of tasks that have settled once it holds prune_at_ of them, at least
+  // kMinPrune, twice what the last pruning kept.
+  static constexpr std::size_t kMinPrune = 1024;
   std::size_t prune_at_;
 
   // Each task stop() hands back with its deadline, so sorting them reads no node (a million nodes
