@@ -42,19 +42,20 @@ thread_local unsigned canceled_turn = 0;
 // through in chunks, is done before anything in it is due.
 constexpr Clock::duration kLookahead = std::chrono::milliseconds(64);
 // The real clock's timed sleeps end no sooner than tick / kCoalescingPerTick (at most
-// kMaxCoalescing) after the last one that ran to its time: a task in a dense stream starts at
-// most that much (plus the OS's wake-up latency) late. Measured with
-// `wheeltimer-bench fire` (1,000,000 over 1 s, 1 ms tick): a tenth of a tick cut the wake-ups
-// from ~8,500 to ~5,200 and the firing CPU by a fifth, while the kernel's default timer slack
-// (below) still added its 50 us to every sleep. Without that slack, a seventh keeps a dense
-// stream's wake-ups near where they were (the process's voluntary context switches 5,494 against
-// 5,039, medians of 13 runs each: 9% more), for the same CPU (0.637 against 0.629 s) and median
-// lateness (0.116 against 0.121 ms).
+// kMaxCoalescing) after the last one that ran to its time: a task in a dense stream starts at most
+// that much (plus the OS's wake-up latency) late. Measured with `wheeltimer-bench fire` (1,000,000
+// over 1 s, 1 ms tick): a tenth of a tick cut the wake-ups from ~8,500 to ~5,200 and the firing CPU
+// by a fifth, while the kernel's default timer slack (kTimerSlackNs in wheel_core_indicator.cpp)
+// still added its 50 us to every sleep. Without that slack, a seventh keeps a dense stream's
+// wake-ups near where they were (the process's voluntary context switches 5,494 against 5,039,
+// medians of 13 runs each: 9% more), for the same CPU (0.637 against 0.629 s) and median lateness
+// (0.116 against 0.121 ms).
 // Never more than kMaxCoalescing, so a coarse tick (a second, an hour) does not make tasks that
 // many sevenths of a second late; with ticks of 7 ms or more that bounds timed wake-ups to a
 // thousand a second (about 7,000 with a 1 ms tick).
 constexpr int kCoalescingPerTick = 7;
 constexpr Clock::duration kMaxCoalescing = std::chrono::milliseconds(1);
+
 constexpr std::size_t kMaxWheelSize = std::size_t{1} << 30;
 
 TimerOptions validated(TimerOptions options) {
@@ -86,6 +87,7 @@ std::string indicator_name(const std::string& configured) {
 
 }  // namespace
 
+// Nothing may throw before executor_ holds the reference: building the by-value options does not.
 static_assert(std::is_nothrow_move_constructible_v<TimerOptions>);
 
 WheelCore::WheelCore(TimerOptions options, std::unique_ptr<TimeSource> time)

@@ -117,8 +117,8 @@ class WheelCore {
   // A full barrier between this thread's earlier stores and later loads (Dekker's pattern).
   void store_load_barrier() noexcept;
 
-  // The indicator thread's body: names the thread (`named` is told once it has), then runs the
-  // wheel.
+  // The indicator thread's body: marks the thread as this timer's indicator, names it, sets its
+  // timer slack, tells `named`, then runs the wheel.
   void indicator_main(const std::string& name, std::promise<void>& named);
   // The indicator thread's whole life. It handles running out of memory itself (it waits and
   // tries again), so nothing is expected to leave it; anything that did would end the program.

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <future>
 #include <limits>
@@ -38,10 +40,12 @@ constexpr std::size_t kUnlinkLag = 8;
 // due 400-500 ms, median of 8-9 runs: 0.42 ms with chunks of 4,096 (up to 1.8 ms), 0.28 ms with
 // 1,024 (up to 0.65), at no measurable cost in CPU.
 constexpr std::size_t kCascadeChunk = 1024;
+
 // Linux lets a thread's timed sleep end up to its timer slack late (50 us by default), to batch
-// wake-ups across the system. The indicator batches its own (above); the kernel's slack on top
-// only made lone tasks late: one task a millisecond, on a 1 ms tick, started at a median of 96 us
-// late with it and 49 us with 1 us (medians of 5 runs each). prctl() takes 0 for "the default".
+// wake-ups across the system. The indicator batches its own (kCoalescingPerTick in wheel_core.cpp);
+// the kernel's slack on top only made lone tasks late: one task a millisecond, on a 1 ms tick,
+// started at a median of 96 us late with it and 49 us with 1 us (medians of 5 runs each). prctl()
+// takes 0 for "the default".
 constexpr unsigned long kTimerSlackNs = 1000;
 // How long the indicator waits before trying again when it found no memory for its own work.
 constexpr Clock::duration kOutOfMemoryRetry = std::chrono::milliseconds(1);
@@ -85,7 +89,6 @@ class WheelCore::ExecutorWork {
   std::uint32_t epoch_;
 };
 
-// Nothing may throw before executor_ holds the reference: building the by-value options does not.
 
 void WheelCore::indicator_main(const std::string& name, std::promise<void>& named) {
   indicator_of = this;

@@ -34,6 +34,8 @@
 //   - adopt() returns the same future; a refused adopt() cancels it;
 //   - on_error calls == tasks that threw on a timer; settled tasks' captures are gone.
 
+#include "soak.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -43,8 +45,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-
-#include "soak.hpp"
 
 namespace soak {
 

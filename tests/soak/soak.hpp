@@ -49,13 +49,15 @@ class Soak {
   void give_back(std::span<const std::uint32_t> slots);
   std::uint32_t claim(std::uint32_t slot, Kind kind, std::uint32_t timer_id);
   bool finish_claim(std::uint32_t slot, TimerFuture future);
+  std::string describe(std::uint32_t slot, const Record& r);
+  void flag(std::uint32_t slot, Record& r, const std::string& what);
+
+  // --- schedule attempts, which note the deadline's bounds in the record
   template <class Delay>
   TimerFuture schedule_after(Record& r, TimerBox& box, SoakTask task, Delay delay);
   TimerFuture schedule_at(Record& r, TimerBox& box, SoakTask task, Clock::time_point deadline);
   template <class Schedule>
   TimerFuture attempt(Schedule&& schedule);
-  std::string describe(std::uint32_t slot, const Record& r);
-  void flag(std::uint32_t slot, Record& r, const std::string& what);
 
   // --- threads
   void produce(unsigned index);

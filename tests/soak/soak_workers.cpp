@@ -1,5 +1,5 @@
-// The soak's threads and tasks: the timers it builds, producers, cancellers, the rotator, the
-// periodic checker, what a task does when it runs, and on_error.
+// The soak's threads and tasks: the timers it builds, the schedule attempts, producers,
+// cancellers, the rotator, the periodic checker, what a task does when it runs, and on_error.
 #include "soak.hpp"
 
 #include <charconv>
