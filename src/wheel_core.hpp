@@ -208,8 +208,8 @@ class WheelCore {
   CanceledLists unlinking_{};  // the rest of the lists taken by unlink_canceled()
   DueQueue due_;  // nodes whose tick has begun, each with the wheel's reference
   std::vector<TaskNode*> dispatched_;  // handed to the executor, each with the owner's reference
-  // dispatched_ is pruned of tasks that have settled once it holds prune_at_ of them, at least
-  // kMinPrune, twice what the last pruning kept.
+  // dispatched_ is pruned of settled tasks once it holds prune_at_ of them: twice what the last
+  // pruning kept, and at least kMinPrune.
   static constexpr std::size_t kMinPrune = 1024;
   std::size_t prune_at_;
 

@@ -375,9 +375,9 @@ TEST_F(TbbArenaExecutorTest, ConcurrencyAboveTheLimitIsLoweredToIt) {
   for (const int concurrency : {1, 2, 65'535, 65'536}) {
     EXPECT_EQ(TbbArenaExecutor(concurrency).max_concurrency(), concurrency);
   }
-  TbbArenaExecutor executor(std::numeric_limits<int>::max());
-  std::promise<void> ran;
+  std::promise<void> ran;  // before the executor, whose destructor may still run the task
   std::future<void> done = ran.get_future();
+  TbbArenaExecutor executor(std::numeric_limits<int>::max());
   executor.execute([&ran] { ran.set_value(); });
   EXPECT_EQ(done.wait_for(kMustHappen), std::future_status::ready);
 }
