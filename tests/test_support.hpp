@@ -39,6 +39,18 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+// ThreadSanitizer, announced the same two ways: tests that would take minutes under it do less.
+#if defined(__SANITIZE_THREAD__)
+#define WHEELTIMER_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WHEELTIMER_TEST_TSAN 1
+#endif
+#endif
+#ifndef WHEELTIMER_TEST_TSAN
+#define WHEELTIMER_TEST_TSAN 0
+#endif
+
 namespace wheeltimer::testing {
 
 using namespace std::chrono_literals;
