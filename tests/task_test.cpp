@@ -316,11 +316,14 @@ TEST_F(TaskTest, EmptyTaskCanBeReassigned) {
 // ---------------------------------------------------------------------------------------------
 // Capture lifetime: destroyed exactly once, whatever path the Task takes.
 
-TEST_F(TaskTest, InlineCaptureDestroyedExactlyOnce) {
+// A Task made from a `Capture`, stored inline or not as `inline_expected` says, moved, move-assigned
+// and called: the capture lives until the last Task holding it dies, and then dies once.
+template <class Capture>
+void expect_destroyed_exactly_once(bool inline_expected) {
   DestroyCount counts;
   {
-    Task task = Tracker(&counts);
-    EXPECT_TRUE(task.stored_inline());
+    Task task = Capture(&counts);
+    EXPECT_EQ(task.stored_inline(), inline_expected);
     Task moved = std::move(task);
     Task assigned;
     assigned = std::move(moved);
@@ -331,19 +334,12 @@ TEST_F(TaskTest, InlineCaptureDestroyedExactlyOnce) {
   EXPECT_EQ(counts.destroyed, 1);
 }
 
+TEST_F(TaskTest, InlineCaptureDestroyedExactlyOnce) {
+  expect_destroyed_exactly_once<Tracker>(true);
+}
+
 TEST_F(TaskTest, HeapCaptureDestroyedExactlyOnce) {
-  DestroyCount counts;
-  {
-    Task task = BigTracker(&counts);
-    EXPECT_FALSE(task.stored_inline());
-    Task moved = std::move(task);
-    Task assigned;
-    assigned = std::move(moved);
-    assigned();
-    EXPECT_EQ(counts.destroyed, 0);
-  }
-  EXPECT_EQ(counts.calls, 1);
-  EXPECT_EQ(counts.destroyed, 1);
+  expect_destroyed_exactly_once<BigTracker>(false);
 }
 
 TEST_F(TaskTest, SharedCaptureReleasedWhenTaskDies) {
