@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "node_allocator.hpp"
 #include "wheel_core.hpp"
@@ -100,9 +101,13 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
   // taken here, in the same step.
   constexpr std::uint32_t kListed = kAttached | kInWheel;
   const auto old = transition(
-      mask, expected, [](std::uint32_t w) { return (w & kKeptOnSettle) | kCanceled; },
+      mask, expected,
+      [](std::uint32_t w) { return (w & (kKeptOnSettle | kUncounted)) | kCanceled; },
       [](std::uint32_t w) { return std::uint64_t{(w & kListed) == kListed}; });
   if (!old) return false;
+  // Detached by stop() or adopt(), which have yet to lower pending(): cancel() returns with it
+  // lowered, so it waits for that.
+  if (*old & kUncounted) await_counted();
   // The captures move out of the node before they are destroyed: they may hold the last handle to
   // this very task (a job that keeps its own future), and once the owner has let go of the node,
   // destroying them in place would free the node while their destructors still run in it. Until
@@ -161,8 +166,19 @@ bool TaskNode::refuse(std::uint32_t epoch) noexcept {
 
 bool TaskNode::detach() noexcept {
   return transition(kStateMask | kAttached, kWaiting | kAttached, [](std::uint32_t w) {
-           return w & ~(kAttached | kDispatched | kInWheel);
+           return (w & ~(kAttached | kDispatched | kInWheel)) | kUncounted;
          }).has_value();
+}
+
+void TaskNode::counted() noexcept {
+  // Release: the owner's lowered count happens before a waiting cancel() returns.
+  word_.fetch_and(~std::uint64_t{kUncounted}, std::memory_order_release);
+}
+
+void TaskNode::await_counted() const noexcept {
+  // The owner clears the bit right after one atomic add: a wait of a few instructions, unless
+  // its thread is descheduled in between.
+  while (word_.load(std::memory_order_acquire) & kUncounted) std::this_thread::yield();
 }
 
 bool TaskNode::attach(WheelCore* owner) noexcept {

@@ -12,9 +12,12 @@
 //   bit  2     kAttached:   counted in the owning timer's pending(); owner_ is that timer
 //   bit  3     kDispatched: handed to the executor under the epoch in bits 8-31
 //   bit  4     kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
-//   bit  5     kInWheel:    the indicator linked it into the wheel (a hint for cancel(); cleared
-//                           by the transitions that take it out)
+//   bit  5     kInWheel:    the indicator took it in, into the wheel or (due already) the due
+//                           queue; a hint for cancel(), as Wheel::contains() tells whether it is
+//                           linked in the wheel; cleared when dispatched or detached
 //   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
+//   bit  7     kUncounted:  detached, and the owner has yet to lower pending() for it; a cancel()
+//                           that wins meanwhile waits for that before it returns
 //   bits 8-31  epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                           a stopped timer can never start the task after another timer adopted it
 //   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, executor wrappers'
@@ -60,6 +63,7 @@ class TaskNode {
   static constexpr std::uint32_t kWaiter = 1u << 4;
   static constexpr std::uint32_t kInWheel = 1u << 5;
   static constexpr std::uint32_t kPooled = 1u << 6;
+  static constexpr std::uint32_t kUncounted = 1u << 7;
   static constexpr std::uint32_t kEpochUnit = 1u << 8;
   static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
   // What a task's start or cancel carries over into its new word.
@@ -106,8 +110,11 @@ class TaskNode {
   // WAITING, dispatched under `epoch` -> CANCELED, exactly as cancel() does it: the executor
   // refused the work.
   bool refuse(std::uint32_t epoch) noexcept;
-  // WAITING, attached -> WAITING, detached (stop() handing it back).
+  // WAITING, attached -> WAITING, detached and uncounted (stop() handing it back, or adopt()
+  // giving it up). The caller then lowers the owner's pending() and calls counted(): until then a
+  // cancel() that wins waits, so that it still returns with the count lowered.
   bool detach() noexcept;
+  void counted() noexcept;
   // WAITING, detached -> WAITING, attached to `owner` (adopt()).
   bool attach(WheelCore* owner) noexcept;
 
@@ -196,6 +203,7 @@ class TaskNode {
   }
   bool start(std::uint32_t mask, std::uint32_t expected) noexcept;
   bool cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept;
+  void await_counted() const noexcept;
   void finish() noexcept;
 
   mutable std::atomic<std::uint64_t> word_;

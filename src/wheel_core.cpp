@@ -240,6 +240,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   if (!inbound_.push(node, node->deadline())) {
     if (node->detach()) {  // else a concurrent cancel() already settled it
       settled_one();
+      node->counted();
       node->cancel();
     }
     node->release(2);  // ours and the future's that will not be returned

@@ -30,6 +30,7 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
   const auto take_back = [&](TaskNode* node) {
     if (!node->detach()) return false;
     settled_one();
+    node->counted();
     hand_back(node);
     return true;
   };

@@ -829,6 +829,47 @@ TEST_F(RefusalRaceStressTest, FreedSlotIsUsableWhileRejectionsRace) {
   EXPECT_EQ(hammered_runs_.load(), 0);
 }
 
+// A cancel() that races stop() has lowered pending() when it returns true, also when it wins on a
+// task stop() has just taken out to hand back, before stop() counted it as handed back. Each round
+// races one task's cancel() against stop(), landing at a random point of stop()'s work; without
+// the handshake about one round in a thousand returned with the task still counted.
+TEST(CancelDuringStopStressTest, AWinningCancelHasLoweredPendingWhenItReturns) {
+  constexpr int kRounds = WHEELTIMER_TEST_TSAN ? 600 : 12000;
+  std::mt19937 random(20261123);
+  int wins = 0;
+  int still_counted = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    HashedWheelTimer timer;
+    TimerFuture task = timer.schedule([] {}, 1h);
+    std::latch go(2);
+    std::thread stopper([&] {
+      go.arrive_and_wait();
+      timer.stop();
+    });
+    go.arrive_and_wait();
+    // Until stop() has begun, then a random delay: probes that are canceled at once, so that
+    // only `task` is left to count.
+    for (;;) {
+      try {
+        timer.schedule([] {}, 1h).cancel();
+      } catch (const Stopped&) {
+        break;
+      }
+    }
+    const int delay = static_cast<int>(random() % 20000);
+    std::atomic<int> spun{0};
+    while (spun.fetch_add(1, std::memory_order_relaxed) < delay) {
+    }
+    if (task.cancel()) {
+      ++wins;
+      still_counted += timer.pending() != 0;
+    }
+    stopper.join();
+  }
+  EXPECT_EQ(still_counted, 0) << "of " << wins << " cancel() calls that won against stop()";
+  EXPECT_GT(wins, 0) << "no cancel() won: the race was never run";
+}
+
 INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest,
                          ::testing::ValuesIn(wheeltimer::testing::executor_kinds(4)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {

@@ -4,8 +4,10 @@
 //   WAITING --(an executor thread or PendingTask::run() starts it)--> RUNNING --> FINISHED
 //   WAITING --(cancel(), or an unrun PendingTask is dropped)--------> CANCELED
 //
-// Nothing else. Every member may be called from any thread, concurrently, and from inside the task
-// itself. The handle shares the task's one heap allocation; copies are reference-counted.
+// Nothing else. Every const member and cancel() may be called from any thread, concurrently, and
+// from inside the task itself; as with std::shared_ptr, one handle object is not assigned to while
+// another thread uses it. The handle shares the task's one heap allocation; copies are
+// reference-counted.
 //
 // Memory ordering: a state() or wait*() that observes FINISHED happens after everything the task
 // did (its captures already destroyed), and exception() then returns what it threw. A canceled
