@@ -14,7 +14,8 @@
 //   bit  4     kWaiter:     a thread may be blocked in wait(); whoever settles the task wakes it
 //   bit  5     kInWheel:    the indicator took it in, into the wheel or (due already) the due
 //                           queue; a hint for cancel(), as Wheel::contains() tells whether it is
-//                           linked in the wheel; cleared when dispatched or detached
+//                           linked in the wheel; cleared when it is dispatched, detached,
+//                           started or canceled
 //   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
 //   bit  7     kUncounted:  detached, and the owner has yet to lower pending() for it; a cancel()
 //                           that wins meanwhile waits for that before it returns
