@@ -105,8 +105,8 @@ bool TaskNode::cancel_if(std::uint32_t mask, std::uint32_t expected) noexcept {
       [](std::uint32_t w) { return (w & (kKeptOnSettle | kUncounted)) | kCanceled; },
       [](std::uint32_t w) { return std::uint64_t{(w & kListed) == kListed}; });
   if (!old) return false;
-  // Detached by stop() or adopt(), which have yet to lower pending(): cancel() returns with it
-  // lowered, so it waits for that.
+  // Detached, while stop() or adopt() have yet to set pending() right: cancel() returns with the
+  // task no longer counted, so it waits for that.
   if (*old & kUncounted) await_counted();
   // The captures move out of the node before they are destroyed: they may hold the last handle to
   // this very task (a job that keeps its own future), and once the owner has let go of the node,
@@ -181,10 +181,16 @@ void TaskNode::await_counted() const noexcept {
   while (word_.load(std::memory_order_acquire) & kUncounted) std::this_thread::yield();
 }
 
+bool TaskNode::mark_uncounted() noexcept {
+  return transition(kStateMask | kAttached, kWaiting,
+                    [](std::uint32_t w) { return w | kUncounted; })
+      .has_value();
+}
+
 bool TaskNode::attach(WheelCore* owner) noexcept {
   owner_ = owner;  // published by the transition's release
   return transition(kStateMask | kAttached, kWaiting,
-                    [](std::uint32_t w) { return w | kAttached; })
+                    [](std::uint32_t w) { return (w | kAttached) & ~kUncounted; })
       .has_value();
 }
 

@@ -17,8 +17,9 @@
 //                           linked in the wheel; cleared when it is dispatched, detached,
 //                           started or canceled
 //   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
-//   bit  7     kUncounted:  detached, and the owner has yet to lower pending() for it; a cancel()
-//                           that wins meanwhile waits for that before it returns
+//   bit  7     kUncounted:  detached, and a timer's pending() counts it for a moment (stop() has
+//                           yet to lower it, or adopt() has raised it before attaching); a cancel()
+//                           that wins meanwhile waits until the count is right before it returns
 //   bits 8-31  epoch:       bumped on every dispatch, so a wrapper left in an executor queue by
 //                           a stopped timer can never start the task after another timer adopted it
 //   bits 32-63 references:  TimerFuture and PendingTask handles, the owner's, executor wrappers'
@@ -116,7 +117,10 @@ class TaskNode {
   // cancel() that wins waits, so that it still returns with the count lowered.
   bool detach() noexcept;
   void counted() noexcept;
-  // WAITING, detached -> WAITING, attached to `owner` (adopt()).
+  // WAITING, detached -> WAITING, detached and uncounted: adopt(), before its count, which comes
+  // before attach().
+  bool mark_uncounted() noexcept;
+  // WAITING, detached -> WAITING, attached to `owner` and counted (adopt()).
   bool attach(WheelCore* owner) noexcept;
 
   // Asks for the cache lines that starting the task touches: the header, and the start of the

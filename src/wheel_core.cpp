@@ -229,11 +229,21 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   if (task.node_ == nullptr) {
     throw std::invalid_argument("wheeltimer: adopt() was given an empty PendingTask");
   }
-  // On refusal, `task` goes out of scope and cancels its future.
-  const bool housekeeping = admit("adopt");
+  // admit() counts the task before attach() can: a cancel() that wins in between must wait until
+  // the count has dropped again. Not if it was canceled or run already.
+  const bool uncounted = task.node_->mark_uncounted();
+  bool housekeeping = false;
+  try {
+    housekeeping = admit("adopt");
+  } catch (...) {
+    // Refused: nothing was counted, and `task` goes out of scope and cancels its future.
+    if (uncounted) task.node_->counted();
+    throw;
+  }
   TaskNode* node = task.release();
   if (!node->attach(this)) {  // canceled, or run, since stop() handed it back: schedule nothing
     settled_one();
+    if (uncounted) node->counted();
     return TimerFuture(node);
   }
   node->retain();  // the returned future's reference

@@ -52,7 +52,8 @@ class WHEELTIMER_API TimerFuture {
   // WAITING -> CANCELED. True only for the one call that made the change; false once the task is
   // RUNNING, FINISHED or CANCELED. A task queued in an executor but not started can still be
   // canceled and then never runs. On success the task's captures are destroyed before this returns
-  // and the owning timer's pending() has already dropped.
+  // and the owning timer's pending() has already dropped. Lock-free, but for one race: winning on a
+  // task that stop() or adopt() on another thread is counting, it yields until they are done.
   bool cancel() noexcept;
 
   bool is_cancelled() const noexcept { return state() == TaskState::canceled; }
