@@ -831,10 +831,12 @@ TEST_F(RefusalRaceStressTest, FreedSlotIsUsableWhileRejectionsRace) {
 
 // A cancel() that races stop() has lowered pending() when it returns true, also when it wins on a
 // task stop() has just taken out to hand back, before stop() counted it as handed back. Each round
-// races one task's cancel() against stop(), landing at a random point of stop()'s work; without
-// the handshake about one round in a thousand returned with the task still counted.
+// races one task's cancel() against stop(), landing at a random point of stop()'s work. Without
+// the handshake, 1 to 3 of every 10,000 winning cancels here returned with the task still counted,
+// so this catches that in most runs, not all; tests/task_node_test.cpp checks the handshake itself
+// every time.
 TEST(CancelDuringStopStressTest, AWinningCancelHasLoweredPendingWhenItReturns) {
-  constexpr int kRounds = WHEELTIMER_TEST_TSAN ? 600 : 12000;
+  constexpr int kRounds = WHEELTIMER_TEST_TSAN ? 600 : 30000;
   std::mt19937 random(20261123);
   int wins = 0;
   int still_counted = 0;

@@ -316,8 +316,8 @@ TEST_F(TaskTest, EmptyTaskCanBeReassigned) {
 // ---------------------------------------------------------------------------------------------
 // Capture lifetime: destroyed exactly once, whatever path the Task takes.
 
-// A Task made from a `Capture`, stored inline or not as `inline_expected` says, moved, move-assigned
-// and called: the capture lives until the last Task holding it dies, and then dies once.
+// A Task made from a `Capture`, stored inline or not as `inline_expected` says, moved,
+// move-assigned and called: the capture lives until the last Task holding it dies, then dies once.
 template <class Capture>
 void expect_destroyed_exactly_once(bool inline_expected) {
   DestroyCount counts;
