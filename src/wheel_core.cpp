@@ -178,6 +178,11 @@ WheelCore::Stripe& WheelCore::own_stripe() noexcept {
   return stripes_[stripe];
 }
 
+void WheelCore::settled_uncounted(TaskNode* node) noexcept {
+  settled_one();
+  node->counted();
+}
+
 void WheelCore::settled_one() noexcept {
   own_stripe().settled.fetch_add(1, std::memory_order_seq_cst);
 }
@@ -230,27 +235,26 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     throw std::invalid_argument("wheeltimer: adopt() was given an empty PendingTask");
   }
   // admit() counts the task before attach() can: a cancel() that wins in between must wait until
-  // the count has dropped again. Not if it was canceled or run already.
-  const bool uncounted = task.node_->mark_uncounted();
+  // the count has dropped again. (A task canceled or run already is not marked; clearing the mark
+  // below is then a no-op.)
+  task.node_->mark_uncounted();
   bool housekeeping = false;
   try {
     housekeeping = admit("adopt");
   } catch (...) {
     // Refused: nothing was counted, and `task` goes out of scope and cancels its future.
-    if (uncounted) task.node_->counted();
+    task.node_->counted();
     throw;
   }
   TaskNode* node = task.release();
   if (!node->attach(this)) {  // canceled, or run, since stop() handed it back: schedule nothing
-    settled_one();
-    if (uncounted) node->counted();
+    settled_uncounted(node);
     return TimerFuture(node);
   }
   node->retain();  // the returned future's reference
   if (!inbound_.push(node, node->deadline())) {
     if (node->detach()) {  // else a concurrent cancel() already settled it
-      settled_one();
-      node->counted();
+      settled_uncounted(node);
       node->cancel();
     }
     node->release(2);  // ours and the future's that will not be returned

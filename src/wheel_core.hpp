@@ -104,6 +104,9 @@ class WheelCore {
   struct Stripe;
   Stripe& own_stripe() noexcept;  // the calling thread's stripe of stripes_
   void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)
+  // settled_one() for a node detach() or mark_uncounted() marked, then its mark cleared: in that
+  // order, as a cancel() waiting on the mark must find the count lowered.
+  void settled_uncounted(TaskNode* node) noexcept;
   std::uint64_t settled_sum() const noexcept;  // all of the stripes' settled counts, wrapping
   std::uint64_t outstanding() const noexcept;  // pending() before the max_pending cap
 

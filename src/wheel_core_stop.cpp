@@ -29,8 +29,7 @@ void WheelCore::take_out_all(HandBack&& hand_back, Room&& room) {
   // was canceled, and then the reference is still the caller's.
   const auto take_back = [&](TaskNode* node) {
     if (!node->detach()) return false;
-    settled_one();
-    node->counted();
+    settled_uncounted(node);
     hand_back(node);
     return true;
   };
