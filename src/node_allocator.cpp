@@ -4,16 +4,11 @@
 #include <cstdlib>
 #include <new>
 
-#include <wheeltimer/config.hpp>
-
-#include "sanitizers.hpp"
-
-#if defined(WHEELTIMER_HAS_TBB) && !defined(WHEELTIMER_ASAN) && !defined(WHEELTIMER_TSAN)
-#define WHEELTIMER_NODE_TBBMALLOC 1
-#include <oneapi/tbb/scalable_allocator.h>
-#endif
+#include <wheeltimer/task.hpp>
 
 #include "node_pool.hpp"
+#include "sanitizers.hpp"
+#include "task_node.hpp"
 
 namespace wheeltimer::detail {
 namespace {
@@ -34,29 +29,26 @@ void fail_node_allocation_after(int successes) noexcept {
   if (successes >= 0) injection_armed.store(true, std::memory_order_relaxed);
 }
 
+// A node's storage holds a capture stored inline in its Task, or the pointer to one that is not.
+static_assert(sizeof(TaskNode) + Task::inline_capacity <= node_pool::kMaxCellSize,
+              "every task node fits a node pool cell");
+
 NodeMemory allocate_node(std::size_t bytes) {
   if (injection_armed.load(std::memory_order_relaxed) && injected_failure()) {
     throw std::bad_alloc();
   }
-#ifndef WHEELTIMER_ASAN
-  if (bytes <= node_pool::kMaxCellSize) return {node_pool::allocate(bytes), true};
-#endif
-#ifdef WHEELTIMER_NODE_TBBMALLOC
-  void* memory = scalable_malloc(bytes);
-#else
+#ifdef WHEELTIMER_ASAN
   void* memory = std::malloc(bytes);
-#endif
   if (memory == nullptr) throw std::bad_alloc();
   return {memory, false};
+#else
+  return {node_pool::allocate(bytes), true};
+#endif
 }
 
 void free_node(NodeMemory node) noexcept {
   if (node.pooled) return node_pool::free(node.memory);
-#ifdef WHEELTIMER_NODE_TBBMALLOC
-  scalable_free(node.memory);
-#else
   std::free(node.memory);
-#endif
 }
 
 }  // namespace wheeltimer::detail

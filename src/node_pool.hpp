@@ -1,12 +1,11 @@
-// NodePool: fixed-size cells for the task nodes of small captures (up to 80 bytes: a pointer, a
-// shared_ptr and an id), the nodes a service has millions of.
+// NodePool: fixed-size cells for task nodes, of which a service has millions: a 48-byte header and
+// a capture of up to Task::inline_capacity (32) bytes, or the pointer to a larger one.
 //
 // Why not the general allocator: a node with an 8-byte capture is 56 bytes, which oneTBB's
 // scalable allocator (and glibc's malloc) serve from a 64-byte class, and nodes are usually
 // allocated by a producer and freed by the indicator, a cross-thread free that costs those
 // allocators a synchronised hand-back per node. Here cells come in every whole-word size from
-// kMinCellSize to kMaxCellSize (captures of up to 80 bytes), and a thread hands freed cells on
-// in batches.
+// kMinCellSize to kMaxCellSize, and a thread hands freed cells on in batches.
 //
 // Shape (Bonwick's magazines), for each cell size: each thread keeps two lists of at most kBatch
 // cells, one it takes from and frees to, and one full spare; a thread whose lists are full or
@@ -24,7 +23,7 @@ namespace wheeltimer::detail {
 namespace node_pool {
 
 inline constexpr std::size_t kMinCellSize = 56;  // a node's 48-byte header and one word
-inline constexpr std::size_t kMaxCellSize = 128;
+inline constexpr std::size_t kMaxCellSize = 80;  // the header and a 32-byte capture
 inline constexpr std::size_t kBatch = 256;
 
 // A cell of `bytes` (at most kMaxCellSize) rounded up to a whole word and at least kMinCellSize,

@@ -1,8 +1,9 @@
 // Captures of every size from 1 to 136 bytes and of alignments up to 256, through every executor
 // and through stop()'s hand-back: each must reach its task whole and aligned. The sizes cross
-// each boundary of the task's storage: Task's inline buffer (32 bytes and more), the node pool's
-// cells (captures of up to 80 bytes) and the general allocator beyond. Under AddressSanitizer a
-// node sized a word short would also show here.
+// each boundary of the task's storage: a capture of up to 32 bytes moves into the node's own
+// storage, whose size follows it word by word; a larger one (or one aligned beyond
+// std::max_align_t, or whose move may throw) stays on the heap, and the node holds a pointer to
+// it. Under AddressSanitizer a node sized a word short would also show here.
 #include <gtest/gtest.h>
 
 #include <array>
