@@ -51,7 +51,7 @@ class WHEELTIMER_API HashedWheelTimer final : public Timer {
 
   using Timer::schedule;
 
-  // Accepts `task` to run on the first tick at or after `deadline`. Throws, in this order:
+  // Accepts `task` to run at `deadline`, never before it. Throws, in this order:
   // std::invalid_argument for an empty task, Stopped once stop() has begun, Rejected when
   // max_pending tasks are pending. Never runs the task on the calling thread.
   TimerFuture schedule_at(Task task, Clock::time_point deadline) override;

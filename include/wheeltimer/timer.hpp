@@ -23,7 +23,9 @@
 namespace wheeltimer {
 
 struct TimerOptions {
-  // Length of one tick of the wheel; > 0. Tasks fire on the first tick at or after their deadline.
+  // Length of one tick of the wheel; > 0. It sets the wheel's granularity and how far apart the
+  // indicator's timed wake-ups are at least (a seventh of a tick, at most 1 ms): a task starts at
+  // its own deadline, never before it, not at the end of its tick.
   Clock::duration tick = std::chrono::milliseconds(1);
   // Slots in the wheel, rounded up to a power of two; 1 .. 2^30.
   std::size_t wheel_size = 512;
