@@ -103,6 +103,39 @@ TEST(Admission, PendingDropsOnceWhenTaskRuns) {
   EXPECT_THROW(timer.schedule([] {}, 1h), Rejected);
 }
 
+// A RUNNING task is no longer pending (API.md: "accepted and not yet started"): the task itself
+// sees the count without it, and the max_pending slot it held is free for a task it schedules.
+void expect_running_task_not_counted(std::shared_ptr<Executor> executor) {
+  HashedWheelTimer timer(
+      TimerOptions{.tick = 1ms, .max_pending = 1, .executor = std::move(executor)});
+  struct Seen {
+    std::size_t pending = 0;
+    bool accepted = false;
+    TimerFuture scheduled;
+  };
+  auto seen = std::make_shared<Seen>();
+  TimerFuture running = timer.schedule(
+      [&timer, seen] {
+        seen->pending = timer.pending();
+        try {
+          seen->scheduled = timer.schedule([] {}, 1h);
+          seen->accepted = true;
+        } catch (const Rejected&) {
+        }
+      },
+      0ms);
+  ASSERT_TRUE(running.wait_for(kMustHappen));
+  EXPECT_EQ(seen->pending, 0u);
+  EXPECT_TRUE(seen->accepted) << "the running task still held the only max_pending slot";
+  EXPECT_EQ(timer.pending(), 1u);  // the task it scheduled
+}
+
+TEST(Admission, RunningTaskIsNotPendingInline) { expect_running_task_not_counted(nullptr); }
+
+TEST(Admission, RunningTaskIsNotPendingOnPool) {
+  expect_running_task_not_counted(std::make_shared<CallerRunsPool>(1, 4));
+}
+
 TEST(Admission, PendingDropsOnceWhenCanceledThenStopped) {
   HashedWheelTimer timer(TimerOptions{.tick = 1ms});
   TimerFuture canceled = timer.schedule([] {}, 1h);

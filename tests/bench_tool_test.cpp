@@ -6,14 +6,17 @@
 // end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tool/cli.hpp"
@@ -215,8 +218,18 @@ TEST(BenchPhases, AThrowingProducerIsRethrownAfterAllAreJoined) {
                          }),
                std::runtime_error);
   EXPECT_EQ(finished.load(), 3);  // the others ran to the end and were joined
-  const PhaseTiming timing = run_phase(2, 4, [](std::size_t, std::size_t) {});
-  EXPECT_GT(timing.calls_per_s, 0);
+}
+
+TEST(BenchPhases, ThreadsShareTheCallsOutWithoutGapOrOverlap) {
+  std::mutex mutex;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  run_phase(3, 10, [&](std::size_t begin, std::size_t end) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    ranges.emplace_back(begin, end);
+  });
+  std::sort(ranges.begin(), ranges.end());
+  const std::vector<std::pair<std::size_t, std::size_t>> expected{{0, 3}, {3, 6}, {6, 10}};
+  EXPECT_EQ(ranges, expected);
 }
 
 TEST(BenchLatenessLog, ATaskThatRunsTwiceIsCountedNotWrittenPastTheEnd) {

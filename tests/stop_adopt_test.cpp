@@ -358,6 +358,7 @@ TEST_F(StopAdoptTest, ScheduleOrAdoptDuringStopIsStoppedFromAnyThread) {
   donor.schedule([] {}, 2h);
   std::vector<PendingTask> donations = donor.stop();
   ASSERT_EQ(donations.size(), 2u);
+  const TimerFuture donated_inside = donations[1].future();
 
   HashedWheelTimer timer(fast_options());
   struct Inside {
@@ -407,6 +408,7 @@ TEST_F(StopAdoptTest, ScheduleOrAdoptDuringStopIsStoppedFromAnyThread) {
   inside->release.open();
   stopper.join();
   EXPECT_EQ(inside->refusals_inside.load(), 2) << "a running task could still schedule or adopt";
+  EXPECT_EQ(donated_inside.state(), TaskState::canceled) << "an adopt() refused inside a task";
   EXPECT_EQ(running.state(), TaskState::finished);
 }
 
@@ -418,7 +420,6 @@ void expect_stop_inside_own_task_is_refused(std::shared_ptr<Executor> executor) 
   ASSERT_TRUE(stopper.wait_for(kMustHappen)) << "stop() inside a task waited for itself";
   EXPECT_EQ(*outcome, "logic_error");
   EXPECT_EQ(stopper.state(), TaskState::finished);
-  EXPECT_EQ(stopper.exception(), nullptr);  // the task caught it
 
   // The timer keeps running: new tasks are accepted and run.
   auto later_ran = std::make_shared<std::atomic<bool>>(false);
@@ -492,17 +493,15 @@ TEST_F(StopAdoptTest, DestructorStopsAndCancelsUnrunTasks) {
   TimerFuture far;
   TimerFuture ran;
   auto flag = std::make_shared<std::atomic<bool>>(false);
-  std::atomic<bool> waiter_woke{false};
-  std::thread waiter;
+  std::optional<SleepingWaiter> waiter;
   {
     HashedWheelTimer timer(fast_options());
     ran = timer.schedule([] {}, 0ms);
     ASSERT_TRUE(ran.wait_for(kMustHappen));
     far = timer.schedule([probe = DestroyFlag(flag)] {}, 1h);
-    waiter = std::thread([&, copy = far] { waiter_woke.store(copy.wait_for(kMustHappen)); });
+    waiter.emplace(far);  // asleep in wait_for() before the timer goes
   }
-  waiter.join();
-  EXPECT_TRUE(waiter_woke.load());
+  EXPECT_TRUE(waiter->woke()) << "the waiter was not woken when the destructor canceled its task";
   EXPECT_EQ(far.state(), TaskState::canceled);
   EXPECT_TRUE(flag->load()) << "captures of a discarded task outlived the timer";
   EXPECT_EQ(ran.state(), TaskState::finished);
@@ -696,7 +695,7 @@ TEST_F(StopAdoptTest, AdoptRunsAtOriginalDeadlineKeepingTheFuture) {
     bool ran = false;
   };
   auto seen = std::make_shared<Seen>();
-  const auto deadline = Clock::now() + 150ms;
+  const auto deadline = Clock::now() + 500ms;
   HeldPool held;  // if the deadline passes before stop(), the task waits there, unstarted
   HashedWheelTimer origin(TimerOptions{.tick = 1ms, .executor = held.pool()});
   TimerFuture original = origin.schedule_at(
@@ -710,6 +709,7 @@ TEST_F(StopAdoptTest, AdoptRunsAtOriginalDeadlineKeepingTheFuture) {
 
   HashedWheelTimer target(fast_options());
   TimerFuture adopted = target.adopt(std::move(handed[0]));
+  const bool adopted_in_time = Clock::now() < deadline;
   handed.clear();  // the moved-from shell must not cancel anything
   EXPECT_EQ(adopted, original);
   EXPECT_EQ(adopted.deadline(), deadline);
@@ -719,6 +719,10 @@ TEST_F(StopAdoptTest, AdoptRunsAtOriginalDeadlineKeepingTheFuture) {
   EXPECT_GE(seen->start, deadline) << "adopted task ran early";
   EXPECT_LT(seen->start - deadline, kLateBound);
   EXPECT_EQ(target.pending(), 0u);
+  if (!adopted_in_time) {
+    GTEST_SKIP() << "adopt() returned after the deadline (a slow machine): the task could not "
+                    "have run early, so this run did not show that it waits for its deadline";
+  }
 }
 
 TEST_F(StopAdoptTest, AdoptOfOverdueTaskRunsSoon) {
