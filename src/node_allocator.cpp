@@ -33,22 +33,25 @@ void fail_node_allocation_after(int successes) noexcept {
 static_assert(sizeof(TaskNode) + Task::inline_capacity <= node_pool::kMaxCellSize,
               "every task node fits a node pool cell");
 
-NodeMemory allocate_node(std::size_t bytes) {
+void* allocate_node(std::size_t bytes) {
   if (injection_armed.load(std::memory_order_relaxed) && injected_failure()) {
     throw std::bad_alloc();
   }
 #ifdef WHEELTIMER_ASAN
   void* memory = std::malloc(bytes);
   if (memory == nullptr) throw std::bad_alloc();
-  return {memory, false};
+  return memory;
 #else
-  return {node_pool::allocate(bytes), true};
+  return node_pool::allocate(bytes);
 #endif
 }
 
-void free_node(NodeMemory node) noexcept {
-  if (node.pooled) return node_pool::free(node.memory);
-  std::free(node.memory);
+void free_node(void* node) noexcept {
+#ifdef WHEELTIMER_ASAN
+  std::free(node);
+#else
+  node_pool::free(node);
+#endif
 }
 
 }  // namespace wheeltimer::detail

@@ -11,17 +11,12 @@
 
 namespace wheeltimer::detail {
 
-struct NodeMemory {
-  void* memory;
-  bool pooled;  // to be handed back to free_node()
-};
-
 // At least `bytes` (at most node_pool::kMaxCellSize) of storage aligned for any pointer-sized
-// scalar, and for any scalar (std::max_align_t) if `bytes` is a multiple of that alignment or the
-// node is not pooled; throws std::bad_alloc on failure.
-NodeMemory allocate_node(std::size_t bytes);
+// scalar, and for any scalar (std::max_align_t) if `bytes` is a multiple of that alignment (or
+// under AddressSanitizer); throws std::bad_alloc on failure.
+void* allocate_node(std::size_t bytes);
 // Frees what allocate_node returned, on any thread.
-void free_node(NodeMemory node) noexcept;
+void free_node(void* node) noexcept;
 
 // For fault-injection tests: after `successes` more node allocations on the calling thread, the
 // next one throws std::bad_alloc (once). -1 disarms it.

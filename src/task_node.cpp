@@ -66,8 +66,7 @@ TaskNode* TaskNode::create(Task task, Clock::time_point deadline, WheelCore* own
   constexpr std::size_t kWord = alignof(void*);
   const std::size_t storage =
       std::max((task.ops_->size + kWord - 1) / kWord * kWord, sizeof(std::exception_ptr));
-  const NodeMemory memory = allocate_node(sizeof(TaskNode) + storage);
-  auto* node = ::new (memory.memory) TaskNode(deadline, owner, memory.pooled);
+  auto* node = ::new (allocate_node(sizeof(TaskNode) + storage)) TaskNode(deadline, owner);
   task.ops_->relocate(task.storage_, node->storage());
   node->ops_ = std::exchange(task.ops_, nullptr);
   return node;
@@ -83,9 +82,8 @@ void TaskNode::destroy() noexcept {
   } else if (settled_as == TaskState::finished) {
     stored_error().~exception_ptr();
   }
-  const bool pooled = (word_.load(std::memory_order_relaxed) & kPooled) != 0;
   this->~TaskNode();
-  free_node({this, pooled});
+  free_node(this);
 }
 
 std::exception_ptr TaskNode::error() const noexcept {

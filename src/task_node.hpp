@@ -16,7 +16,7 @@
 //                           queue; a hint for cancel(), as Wheel::contains() tells whether it is
 //                           linked in the wheel; cleared when it is dispatched, detached,
 //                           started or canceled
-//   bit  6     kPooled:     the node's memory is a node pool cell (fixed at creation)
+//   bit  6     unused
 //   bit  7     kUncounted:  detached, and a timer's pending() counts it for a moment (stop() has
 //                           yet to lower it, or adopt() has raised it before attaching); a cancel()
 //                           that wins meanwhile waits until the count is right before it returns
@@ -64,12 +64,11 @@ class TaskNode {
   static constexpr std::uint32_t kDispatched = 1u << 3;
   static constexpr std::uint32_t kWaiter = 1u << 4;
   static constexpr std::uint32_t kInWheel = 1u << 5;
-  static constexpr std::uint32_t kPooled = 1u << 6;
   static constexpr std::uint32_t kUncounted = 1u << 7;
   static constexpr std::uint32_t kEpochUnit = 1u << 8;
   static constexpr std::uint32_t kEpochMask = ~(kEpochUnit - 1);
   // What a task's start or cancel carries over into its new word.
-  static constexpr std::uint32_t kKeptOnSettle = kWaiter | kPooled | kEpochMask;
+  static constexpr std::uint32_t kKeptOnSettle = kWaiter | kEpochMask;
 
   // A new node holding the callable of `task` (which must not be empty), attached to `owner`, with
   // two references: the owner's and the caller's future. Throws std::bad_alloc, and then the
@@ -170,8 +169,8 @@ class TaskNode {
   static constexpr std::uint64_t kReference = std::uint64_t{1} << 32;
   static constexpr std::uint64_t kStateBits = kReference - 1;
 
-  TaskNode(Clock::time_point deadline, WheelCore* owner, bool pooled) noexcept
-      : word_(2 * kReference | kAttached | (pooled ? kPooled : 0)),
+  TaskNode(Clock::time_point deadline, WheelCore* owner) noexcept
+      : word_(2 * kReference | kAttached),
         owner_(owner),
         deadline_(deadline) {}
   ~TaskNode() = default;
