@@ -149,15 +149,10 @@ bool WheelCore::admit(const char* operation) {
   std::uint64_t floor = limit != 0 ? settled_floor_.load(std::memory_order_acquire) : 0;
   std::uint64_t next = 0;
   do {
-    if (current & kStopping) {
-      throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
-    }
+    if (current & kStopping) throw_stopped(operation);
     if (limit != 0 && left_over(current, floor) >= limit) {
       floor = settled_sum();
-      if (left_over(current, floor) >= limit) {
-        throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
-                       std::to_string(limit) + ") tasks are already pending");
-      }
+      if (left_over(current, floor) >= limit) throw_rejected(operation);
       // Any sum is a lower bound from now on; a racing store of an older one only costs a recount.
       if (static_cast<std::int64_t>(floor - settled_floor_.load(std::memory_order_relaxed)) > 0) {
         settled_floor_.store(floor, std::memory_order_release);
@@ -167,6 +162,24 @@ bool WheelCore::admit(const char* operation) {
   } while (!control_.compare_exchange_weak(current, next, std::memory_order_seq_cst,
                                            std::memory_order_seq_cst));
   return (next & kAdmittedMask) % kHousekeepingPeriod == 0;
+}
+
+// admit()'s checks, counting nothing. Linearizable by admit()'s argument: a sum read after
+// `current` that leaves no room proves the timer was full when `current` was read.
+void WheelCore::check_admission(const char* operation) const {
+  const std::uint64_t current = control_.load(std::memory_order_seq_cst);
+  if (current & kStopping) throw_stopped(operation);
+  const std::uint64_t limit = options_.max_pending;
+  if (limit != 0 && left_over(current, settled_sum()) >= limit) throw_rejected(operation);
+}
+
+void WheelCore::throw_stopped(const char* operation) {
+  throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
+}
+
+void WheelCore::throw_rejected(const char* operation) const {
+  throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
+                 std::to_string(options_.max_pending) + ") tasks are already pending");
 }
 
 WheelCore::Stripe& WheelCore::own_stripe() noexcept {
@@ -235,9 +248,13 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     throw std::invalid_argument("wheeltimer: adopt() was given an empty PendingTask");
   }
   // admit() counts the task before attach() can: a cancel() that wins in between must wait until
-  // the count has dropped again. (A task canceled or run already is not marked; clearing the mark
-  // below is then a no-op.)
-  task.node_->mark_uncounted();
+  // the count has dropped again.
+  if (!task.node_->mark_uncounted()) {
+    // Canceled or run since stop() handed it back: it is not pending, so it is checked as admit()
+    // would check it, but never counted (no other call may see it pending, or be refused for it).
+    check_admission("adopt");
+    return TimerFuture(task.release());
+  }
   bool housekeeping = false;
   try {
     housekeeping = admit("adopt");
@@ -247,7 +264,7 @@ TimerFuture WheelCore::adopt(PendingTask task) {
     throw;
   }
   TaskNode* node = task.release();
-  if (!node->attach(this)) {  // canceled, or run, since stop() handed it back: schedule nothing
+  if (!node->attach(this)) {  // canceled since it was marked: schedule nothing
     settled_uncounted(node);
     return TimerFuture(node);
   }

@@ -893,6 +893,60 @@ TEST(CancelDuringStopStressTest, AWinningCancelHasLoweredPendingWhenItReturns) {
   EXPECT_GT(wins, 0) << "no cancel() won: the race was never run";
 }
 
+// Adopting a task that was canceled after stop() handed it back schedules nothing, so it is never
+// pending on the adopting timer, not even for a moment: while one thread adopts such tasks into a
+// timer with max_pending = 1, another thread's schedule() must always find room, and its pending()
+// must read 0 once its own task is canceled (nothing else settles there). adopt() used to count
+// the task and take the count back, which in a normal build refused hundreds of these schedules.
+TEST(AdoptRefusalStressTest, AdoptingCanceledTasksNeverTakesRoom) {
+  constexpr std::size_t kTasks = WHEELTIMER_TEST_TSAN ? 20000 : 200000;
+  std::vector<PendingTask> canceled;
+  {
+    HashedWheelTimer first;
+    for (std::size_t i = 0; i < kTasks; ++i) first.schedule_at([] {}, kNever);
+    canceled = first.stop();
+  }
+  ASSERT_EQ(canceled.size(), kTasks);
+  for (PendingTask& task : canceled) ASSERT_TRUE(task.future().cancel());
+
+  HashedWheelTimer second(TimerOptions{.max_pending = 1});
+  std::atomic<bool> adopting{true};
+  std::latch go(2);
+  std::size_t adopted_settled = 0;
+  std::size_t refused = 0;  // while this thread's own task held the room: Rejected is right then
+  std::thread adopter([&] {
+    go.arrive_and_wait();
+    for (PendingTask& task : canceled) {
+      try {
+        adopted_settled += second.adopt(std::move(task)).state() == TaskState::canceled;
+      } catch (const Rejected&) {
+        ++refused;
+      }
+    }
+    adopting.store(false, std::memory_order_release);
+  });
+  go.arrive_and_wait();
+  int schedules = 0;
+  int rejected = 0;
+  int counted = 0;
+  while (adopting.load(std::memory_order_acquire)) {
+    ++schedules;
+    try {
+      TimerFuture task = second.schedule_at([] {}, kNever);
+      EXPECT_TRUE(task.cancel());
+      counted += second.pending() != 0;
+    } catch (const Rejected&) {
+      ++rejected;
+    }
+  }
+  adopter.join();
+  EXPECT_EQ(adopted_settled + refused, kTasks) << "an adopted canceled task was not CANCELED";
+  EXPECT_EQ(rejected, 0) << "of " << schedules << " schedule() calls on an empty timer";
+  EXPECT_EQ(counted, 0) << "pending() read non-zero with nothing pending, in " << schedules
+                        << " reads";
+  EXPECT_EQ(second.pending(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Executors, ConservationStressTest,
                          ::testing::ValuesIn(wheeltimer::testing::executor_kinds(4)),
                          [](const ::testing::TestParamInfo<ExecutorKind>& info) {
