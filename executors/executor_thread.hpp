@@ -4,8 +4,7 @@
 // last reference to the timer, or builds a timer there that fails, the timer must not release the
 // executor's last reference there: the executor's destructor would wait for (or join) the very
 // thread it runs on. The library's executors mark their threads while they run work, and the
-// timer checks the mark (see ExecutorReference), and in a build with oneTBB whether the thread
-// belongs to a oneTBB arena at all.
+// timer checks the mark (see ExecutorReference).
 //
 // Threads: the mark is per thread.
 #pragma once
@@ -23,10 +22,8 @@ class ExecutorThreadMark {
   ExecutorThreadMark(const ExecutorThreadMark&) = delete;
   ExecutorThreadMark& operator=(const ExecutorThreadMark&) = delete;
 
-  // Whether the calling thread is running one of the library's executors' work, or is a thread
-  // of any oneTBB arena (in a build with oneTBB). oneTBB's workers are shared by every arena, so
-  // a worker running the program's own oneTBB work may be the only one a TbbArenaExecutor has.
-  static bool on_executor_thread() noexcept;
+  // The executor whose work the calling thread is running, or null.
+  static const Executor* current() noexcept;
 
  private:
   const Executor* previous_;

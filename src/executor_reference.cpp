@@ -22,10 +22,9 @@ void keep_forever(std::shared_ptr<Executor> reference) noexcept {
 
 void ExecutorReference::release() noexcept {
   std::shared_ptr<Executor> executor = std::move(executor_);
-  // Any of the library's executors' threads, not only this one's, and any oneTBB arena's: oneTBB
-  // workers serve several arenas, and a worker running arena B's job (the library's or the
-  // program's own) must not wait there for arena A's queued work.
-  if (!executor || !ExecutorThreadMark::on_executor_thread()) return;
+  // Any of the library's executors' threads, not only this one's: oneTBB workers serve several
+  // arenas, and a worker running arena B's job must not wait there for arena A's queued work.
+  if (!executor || ExecutorThreadMark::current() == nullptr) return;
   // The thread's closure holds the reference through a pointer: a closure holding it by value
   // would drop it right here if the thread failed to start.
   auto* boxed = new (std::nothrow) std::shared_ptr<Executor>(std::move(executor));

@@ -4,10 +4,10 @@
 // If a job on one of the executor's threads drops the last reference to a timer, or builds a
 // timer there that fails to construct, the timer's reference may be the executor's last. The
 // executor's destructor would then wait for, or join, the very thread it runs on: std::terminate
-// for CallerRunsPool, a hang for TbbArenaExecutor. So on such a thread, on any other thread of the
-// library's executors, or on any oneTBB arena's thread (see ExecutorThreadMark), the reference is
-// handed to a short-lived thread of its own and released there; with no thread to be had, it is
-// kept for good, a leak being the lesser harm.
+// for CallerRunsPool, a hang for TbbArenaExecutor. So on such a thread, or any other thread of the
+// library's executors (see ExecutorThreadMark), the reference is handed to a short-lived thread
+// of its own and released there; with no thread to be had, it is kept for good, a leak being the
+// lesser harm.
 //
 // Threads: like a std::shared_ptr; each instance is used by one thread at a time.
 #pragma once
@@ -30,8 +30,8 @@ class ExecutorReference {
   Executor* get() const noexcept { return executor_.get(); }
   explicit operator bool() const noexcept { return executor_ != nullptr; }
 
-  // Drops the reference now; on a thread of the library's executors or of a oneTBB arena, hands it
-  // to a short-lived thread to drop instead (or keeps it for good if no thread can be had).
+  // Drops the reference now; on a thread of the library's executors, hands it to a short-lived
+  // thread to drop instead (or keeps it for good if no thread can be had).
   void release() noexcept;
 
  private:

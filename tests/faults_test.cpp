@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -19,10 +18,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-
-#if WHEELTIMER_HAS_TBB
-#include <oneapi/tbb/task_arena.h>
-#endif
 
 #include "node_allocator.hpp"
 #include "test_support.hpp"
@@ -326,61 +321,6 @@ TEST_F(FaultsTest, TimerDestroyedOnItsPoolsThreadDoesNotReleaseThePoolThere) {
 #if WHEELTIMER_HAS_TBB
 TEST_F(FaultsTest, TimerDestroyedOnItsArenasThreadDoesNotReleaseTheArenaThere) {
   destroy_timer_on_its_executors_thread<TbbArenaExecutor>(1);
-}
-
-// The same from the program's own oneTBB work, not a job of the library's executor: oneTBB's
-// workers serve every arena, so on a 2-core machine the worker running the program's job may be
-// the only one the TbbArenaExecutor has. Its destructor there would wait for its queued work,
-// which needs that very worker: a hang.
-TEST_F(FaultsTest, TimerDestroyedInTheProgramsOwnOneTbbWorkDoesNotReleaseTheArenaThere) {
-  auto [executor, destroyed] = make_reporting_where_destroyed<TbbArenaExecutor>(1);
-  auto options = TimerOptions();
-  options.executor = std::move(executor);  // the timer holds the executor's only reference
-  auto timer = std::make_shared<HashedWheelTimer>(std::move(options));
-  ASSERT_TRUE(timer->schedule([] {}, 0ms).wait_for(kMustHappen));
-  const auto dropped_on = std::make_shared<std::promise<std::thread::id>>();
-  // oneTBB calls the job as const: the timer's last handle sits behind a pointer. ThreadSanitizer
-  // cannot see oneTBB hand the job over, so before the job touches anything of this thread's, it
-  // waits for a flag that a static atomic (no thread writes it first) raises after the enqueue.
-  auto last_handle = std::make_shared<std::shared_ptr<HashedWheelTimer>>(std::move(timer));
-  static std::atomic<bool> handed_over;
-  handed_over.store(false);
-  oneapi::tbb::task_arena programs_own(1, 0);  // no slot for this thread: a worker runs the job
-  programs_own.enqueue([last_handle, dropped_on] {
-    handed_over.wait(false, std::memory_order_acquire);
-    last_handle->reset();  // ~HashedWheelTimer on a oneTBB worker
-    dropped_on->set_value(std::this_thread::get_id());
-  });
-  handed_over.store(true, std::memory_order_release);
-  handed_over.notify_all();
-  auto dropped = dropped_on->get_future();
-  ASSERT_EQ(dropped.wait_for(kMustHappen), std::future_status::ready);
-  ASSERT_EQ(destroyed.wait_for(kMustHappen), std::future_status::ready);
-  EXPECT_NE(destroyed.get(), dropped.get()) << "released on a oneTBB worker";
-}
-
-// A thread that has used oneTBB but runs no oneTBB task now (a program's main thread, say) is
-// none of an executor's threads: a timer destroyed there releases its executor on the spot, so the
-// executor is gone when the timer's destructor returns.
-TEST_F(FaultsTest, TimerDestroyedOnAThreadThatOnlyUsedOneTbbReleasesTheExecutorThere) {
-  {
-    static std::atomic<bool> ran;  // a static atomic: see the test above
-    ran.store(false);
-    oneapi::tbb::task_arena used(1, 0);
-    used.enqueue([] {  // and this thread is now known to oneTBB
-      ran.store(true, std::memory_order_release);
-      ran.notify_all();
-    });
-    ran.wait(false, std::memory_order_acquire);
-  }
-  auto [executor, destroyed] = make_reporting_where_destroyed<CallerRunsPool>(std::size_t{1},
-                                                                             std::size_t{8});
-  auto options = TimerOptions();
-  options.executor = std::move(executor);
-  std::optional<HashedWheelTimer> timer(std::in_place, std::move(options));
-  timer.reset();
-  ASSERT_EQ(destroyed.wait_for(0s), std::future_status::ready) << "released later, elsewhere";
-  EXPECT_EQ(destroyed.get(), std::this_thread::get_id());
 }
 #endif
 

@@ -3,9 +3,7 @@
 // threads, so TbbArenaExecutor(1) runs everything on one arena worker.
 //
 // execute() may be called from any thread. An exception from a task is swallowed on the worker.
-// The destructor waits for every queued task to finish; it must not run inside the arena, nor on
-// any oneTBB worker (workers serve every arena, and the one it runs on may be this arena's only
-// one). A timer holding the last reference never releases it on a thread running a oneTBB task.
+// The destructor waits for every queued task to finish; it must not run inside the arena.
 //
 // Memory ordering: everything before execute() happens before the work starts (TBB's enqueue);
 // every task's effects happen before the destructor returns (mutex_).
