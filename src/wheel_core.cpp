@@ -141,7 +141,8 @@ WheelCore::~WheelCore() {
 // Without a max_pending a fetch_add would do the counting, but a producer that lost the race with
 // stop() would count its task before seeing the flag and taking it back, and pending() would show
 // a refused task meanwhile (even after stop() has returned): the CAS never counts a refused task.
-bool WheelCore::admit(const char* operation) {
+template <bool kCount>
+bool WheelCore::admission(const char* operation) {
   const std::uint64_t limit = options_.max_pending;
   std::uint64_t current = control_.load(std::memory_order_seq_cst);
   // Acquire, pairing with the release below: the stripe reads that produced a floor another thread
@@ -149,38 +150,31 @@ bool WheelCore::admit(const char* operation) {
   std::uint64_t floor = limit != 0 ? settled_floor_.load(std::memory_order_acquire) : 0;
   std::uint64_t next = 0;
   do {
-    if (current & kStopping) throw_stopped(operation);
+    if (current & kStopping) {
+      throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
+    }
     if (limit != 0 && left_over(current, floor) >= limit) {
       floor = settled_sum();
-      if (left_over(current, floor) >= limit) throw_rejected(operation);
+      if (left_over(current, floor) >= limit) {
+        throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
+                       std::to_string(limit) + ") tasks are already pending");
+      }
       // Any sum is a lower bound from now on; a racing store of an older one only costs a recount.
       if (static_cast<std::int64_t>(floor - settled_floor_.load(std::memory_order_relaxed)) > 0) {
         settled_floor_.store(floor, std::memory_order_release);
       }
     }
+    // Checking only: there was room when `current` was read, by the argument above.
+    if constexpr (!kCount) return false;
     next = (current & kStopping) | ((current + 1) & kAdmittedMask);
   } while (!control_.compare_exchange_weak(current, next, std::memory_order_seq_cst,
                                            std::memory_order_seq_cst));
   return (next & kAdmittedMask) % kHousekeepingPeriod == 0;
 }
 
-// admit()'s checks, counting nothing. Linearizable by admit()'s argument: a sum read after
-// `current` that leaves no room proves the timer was full when `current` was read.
-void WheelCore::check_admission(const char* operation) const {
-  const std::uint64_t current = control_.load(std::memory_order_seq_cst);
-  if (current & kStopping) throw_stopped(operation);
-  const std::uint64_t limit = options_.max_pending;
-  if (limit != 0 && left_over(current, settled_sum()) >= limit) throw_rejected(operation);
-}
+bool WheelCore::admit(const char* operation) { return admission<true>(operation); }
 
-void WheelCore::throw_stopped(const char* operation) {
-  throw Stopped(std::string("wheeltimer: ") + operation + "() after stop() has begun");
-}
-
-void WheelCore::throw_rejected(const char* operation) const {
-  throw Rejected(std::string("wheeltimer: ") + operation + "() refused: max_pending (" +
-                 std::to_string(options_.max_pending) + ") tasks are already pending");
-}
+void WheelCore::check_admission(const char* operation) { admission<false>(operation); }
 
 WheelCore::Stripe& WheelCore::own_stripe() noexcept {
   unsigned stripe = settle_stripe;
@@ -250,8 +244,9 @@ TimerFuture WheelCore::adopt(PendingTask task) {
   // admit() counts the task before attach() can: a cancel() that wins in between must wait until
   // the count has dropped again.
   if (!task.node_->mark_uncounted()) {
-    // Canceled or run since stop() handed it back: it is not pending, so it is checked as admit()
-    // would check it, but never counted (no other call may see it pending, or be refused for it).
+    // Canceled or run since stop() handed it back (or running: adopt() from the task's own run()):
+    // not pending, so it is checked as admit() would check it, but never counted (no other call
+    // may see it pending, or be refused for it).
     check_admission("adopt");
     return TimerFuture(task.release());
   }

@@ -101,10 +101,11 @@ class WheelCore {
   // Counts one task in, or throws Stopped/Rejected; the caller then pushes it. True for every
   // kHousekeepingPeriod-th task.
   bool admit(const char* operation);
-  // admit()'s checks, without counting: for a task that is already settled (adopt()).
-  void check_admission(const char* operation) const;
-  [[noreturn]] static void throw_stopped(const char* operation);
-  [[noreturn]] void throw_rejected(const char* operation) const;
+  // admit()'s checks, counting nothing: for a task that is already settled (adopt()).
+  void check_admission(const char* operation);
+  // Both of the above: counts the task in only if kCount.
+  template <bool kCount>
+  bool admission(const char* operation);
   struct Stripe;
   Stripe& own_stripe() noexcept;  // the calling thread's stripe of stripes_
   void settled_one() noexcept;  // one pending task left (started, canceled, handed back or undone)

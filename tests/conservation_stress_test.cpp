@@ -911,11 +911,11 @@ TEST(AdoptRefusalStressTest, AdoptingCanceledTasksNeverTakesRoom) {
 
   HashedWheelTimer second(TimerOptions{.max_pending = 1});
   std::atomic<bool> adopting{true};
-  std::latch go(2);
+  std::atomic<bool> scheduling{false};  // the adopts start once this thread's loop has begun
   std::size_t adopted_settled = 0;
   std::size_t refused = 0;  // while this thread's own task held the room: Rejected is right then
   std::thread adopter([&] {
-    go.arrive_and_wait();
+    scheduling.wait(false, std::memory_order_acquire);
     for (PendingTask& task : canceled) {
       try {
         adopted_settled += second.adopt(std::move(task)).state() == TaskState::canceled;
@@ -925,11 +925,14 @@ TEST(AdoptRefusalStressTest, AdoptingCanceledTasksNeverTakesRoom) {
     }
     adopting.store(false, std::memory_order_release);
   });
-  go.arrive_and_wait();
   int schedules = 0;
   int rejected = 0;
   int counted = 0;
-  while (adopting.load(std::memory_order_acquire)) {
+  do {
+    if (schedules == 1) {
+      scheduling.store(true, std::memory_order_release);
+      scheduling.notify_one();
+    }
     ++schedules;
     try {
       TimerFuture task = second.schedule_at([] {}, kNever);
@@ -938,7 +941,7 @@ TEST(AdoptRefusalStressTest, AdoptingCanceledTasksNeverTakesRoom) {
     } catch (const Rejected&) {
       ++rejected;
     }
-  }
+  } while (adopting.load(std::memory_order_acquire));
   adopter.join();
   EXPECT_EQ(adopted_settled + refused, kTasks) << "an adopted canceled task was not CANCELED";
   EXPECT_EQ(rejected, 0) << "of " << schedules << " schedule() calls on an empty timer";
