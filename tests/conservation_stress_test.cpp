@@ -897,7 +897,8 @@ TEST(CancelDuringStopStressTest, AWinningCancelHasLoweredPendingWhenItReturns) {
 // pending on the adopting timer, not even for a moment: while one thread adopts such tasks into a
 // timer with max_pending = 1, another thread's schedule() must always find room, and its pending()
 // must read 0 once its own task is canceled (nothing else settles there). adopt() used to count
-// the task and take the count back, which in a normal build refused hundreds of these schedules.
+// the task and take the count back, which in a normal build refused about a thousand of these
+// schedules a run.
 TEST(AdoptRefusalStressTest, AdoptingCanceledTasksNeverTakesRoom) {
   constexpr std::size_t kTasks = WHEELTIMER_TEST_TSAN ? 20000 : 200000;
   std::vector<PendingTask> canceled;
