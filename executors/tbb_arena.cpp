@@ -1,6 +1,7 @@
 #include <wheeltimer/executors/tbb_arena.hpp>
 
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -62,9 +63,20 @@ TbbArenaExecutor::TbbArenaExecutor(int max_concurrency)
     // No slot reserved for outside threads: enqueued work runs only on the arena's workers.
     : arena_(checked_concurrency(max_concurrency), /*reserved_for_masters=*/0) {}
 
-TbbArenaExecutor::~TbbArenaExecutor() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  drained_.wait(lock, [this] { return in_flight_ == 0; });
+TbbArenaExecutor::~TbbArenaExecutor() noexcept {
+  if (tbb::task::current_context() != nullptr && arena_.is_active()) {
+    // A oneTBB task's thread (a worker, or one waiting in a oneTBB algorithm): the queued work
+    // may need this very worker (a 2-core machine has one), so run it here rather than wait.
+    // Elsewhere the work runs on the arena's workers only, as the class promises.
+    arena_.execute([this] { jobs_.wait(); });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    drained_.wait(lock, [this] { return in_flight_ == 0; });
+  }
+  // Each job has returned; this waits out oneTBB's bookkeeping after it, which ~task_group
+  // requires (it would throw from a destructor otherwise).
+  jobs_.wait();
 }
 
 void TbbArenaExecutor::execute(Task work) {
@@ -97,7 +109,7 @@ void TbbArenaExecutor::execute(Task work) {
     ++in_flight_;
   }
   try {
-    arena_.enqueue(Job{std::move(work), this});
+    arena_.enqueue(jobs_.defer(Job{std::move(work), this}));
   } catch (...) {
     finished_one();
     throw;

@@ -19,6 +19,12 @@
 
 #include <gtest/gtest.h>
 
+#include <wheeltimer/config.hpp>
+#if WHEELTIMER_HAS_TBB
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#endif
+
 #include <wheeltimer/wheeltimer.hpp>
 
 #include "test_support.hpp"
@@ -382,18 +388,54 @@ TEST_F(TbbArenaExecutorTest, ConcurrencyAboveTheLimitIsLoweredToIt) {
   EXPECT_EQ(done.wait_for(kMustHappen), std::future_status::ready);
 }
 
+// The destructor on a thread of the program's own (not in a oneTBB task) waits: the work runs on
+// the arena's worker, never on the destroying thread.
 TEST_F(TbbArenaExecutorTest, DestructorWaitsForQueuedWork) {
   constexpr int kTasks = 100;
   std::atomic<int> completed{0};
+  std::atomic<int> on_the_destroying_thread{0};
+  const auto destroying_thread = std::this_thread::get_id();
   std::thread opener;
   {
     TbbArenaExecutor executor(1);
     auto held = hold_the_worker(executor);
-    for (int i = 0; i < kTasks; ++i) executor.execute([&completed] { completed.fetch_add(1); });
+    for (int i = 0; i < kTasks; ++i) {
+      executor.execute([&] {
+        if (std::this_thread::get_id() == destroying_thread) on_the_destroying_thread.fetch_add(1);
+        completed.fetch_add(1);
+      });
+    }
     opener = open_when_the_caller_sleeps(held);
   }
   opener.join();
   EXPECT_EQ(completed.load(), kTasks);
+  EXPECT_EQ(on_the_destroying_thread.load(), 0);
+}
+
+// In a child process with one oneTBB worker: a job on that worker destroys a TbbArenaExecutor
+// with work queued, which no other worker can run. Exits 0 once the destructor returned with all
+// of it run; a destructor that only waited would hang until the alarm kills the child.
+[[noreturn]] void destroy_an_arena_executor_in_a_onetbb_job() {
+  alarm(static_cast<unsigned>(kMustHappen.count()));
+  const tbb::global_control one_worker(tbb::global_control::max_allowed_parallelism, 2);
+  constexpr int kTasks = 10;
+  std::atomic<int> completed{0};
+  Gate destroyed;
+  tbb::task_arena program_arena(1, 0);
+  program_arena.enqueue([&] {
+    {
+      TbbArenaExecutor executor(1);
+      for (int i = 0; i < kTasks; ++i) executor.execute([&completed] { completed.fetch_add(1); });
+    }
+    destroyed.open();
+  });
+  if (!destroyed.wait()) _exit(2);
+  _exit(completed.load() == kTasks ? 0 : 3);
+}
+
+TEST_F(TbbArenaExecutorTest, DestroyedInAOneTbbJobRunsItsQueuedWorkInsteadOfWaitingForAWorker) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(destroy_an_arena_executor_in_a_onetbb_job(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TbbArenaExecutorTest, ThrowingTaskIsSwallowed) {
