@@ -2,8 +2,10 @@
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -63,20 +65,49 @@ TbbArenaExecutor::TbbArenaExecutor(int max_concurrency)
     // No slot reserved for outside threads: enqueued work runs only on the arena's workers.
     : arena_(checked_concurrency(max_concurrency), /*reserved_for_masters=*/0) {}
 
-TbbArenaExecutor::~TbbArenaExecutor() noexcept {
-  if (tbb::task::current_context() != nullptr && arena_.is_active()) {
-    // A oneTBB task's thread (a worker, or one waiting in a oneTBB algorithm): the queued work
-    // may need this very worker (a 2-core machine has one), so run it here rather than wait.
-    // Elsewhere the work runs on the arena's workers only, as the class promises.
-    arena_.execute([this] { jobs_.wait(); });
+// A task counted in a group of its own but never started. A thread in the arena that waits for
+// the group runs the arena's queued jobs meanwhile, until the last job to return destroys the
+// sentinel (finished_one()), which ends the wait. The group's context is isolated, so that the
+// cancellation of some outer oneTBB work cannot end the wait early.
+struct TbbArenaExecutor::Helper {
+  tbb::task_group_context context{tbb::task_group_context::isolated};
+  tbb::task_group group{context};
+  tbb::task_handle sentinel;
+};
+
+TbbArenaExecutor::~TbbArenaExecutor() {
+  // On a thread running a oneTBB task (a oneTBB worker's job, a parallel_for body), the queued
+  // work may need this very thread (a 2-core machine has one worker), so it runs here. Anywhere
+  // else the destructor only waits, and the work runs on the arena's workers, as promised.
+  if (tbb::task::current_context() != nullptr && arena_.is_active()) run_queued_work_here();
+  std::unique_lock<std::mutex> lock(mutex_);
+  drained_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+void TbbArenaExecutor::run_queued_work_here() noexcept {
+  std::unique_ptr<Helper> helper;
+  try {
+    helper = std::make_unique<Helper>();
+  } catch (...) {
+    return;  // out of memory: only wait
+  }
+  try {
+    helper->sentinel = helper->group.defer([] {});
+  } catch (...) {
+    // oneTBB (2021.8) counts a task before allocating it and keeps the count when that fails,
+    // so this group could never be destroyed: it is left alone, and the destructor only waits.
+    static_cast<void>(helper.release());
+    return;
   }
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    drained_.wait(lock, [this] { return in_flight_ == 0; });
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_flight_ == 0) return;
+    helper_ = helper.get();
   }
-  // Each job has returned; this waits out oneTBB's bookkeeping after it, which ~task_group
-  // requires (it would throw from a destructor otherwise).
-  jobs_.wait();
+  arena_.execute([&helper] { helper->group.wait(); });
+  // The last job took the sentinel under the lock, before the wait could end: meeting it there
+  // shows ThreadSanitizer (which cannot see into oneTBB) that this happened before the helper goes.
+  const std::lock_guard<std::mutex> lock(mutex_);
 }
 
 void TbbArenaExecutor::execute(Task work) {
@@ -109,7 +140,7 @@ void TbbArenaExecutor::execute(Task work) {
     ++in_flight_;
   }
   try {
-    arena_.enqueue(jobs_.defer(Job{std::move(work), this}));
+    arena_.enqueue(Job{std::move(work), this});
   } catch (...) {
     finished_one();
     throw;
@@ -117,9 +148,18 @@ void TbbArenaExecutor::execute(Task work) {
 }
 
 void TbbArenaExecutor::finished_one() noexcept {
-  // Notifying under the lock: once the destructor sees zero, no worker touches *this again.
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (--in_flight_ == 0) drained_.notify_all();
+  tbb::task_handle sentinel;
+  {
+    // Notifying under the lock: once the destructor sees zero, no worker touches *this again.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--in_flight_ != 0) return;
+    drained_.notify_all();
+    if (helper_ == nullptr) return;
+    sentinel = std::move(helper_->sentinel);
+    helper_ = nullptr;
+  }
+  // Dropped here, after the unlock: that ends the helper's wait (see Helper), and the helper
+  // cannot return, nor the executor go, before it.
 }
 
 }  // namespace wheeltimer

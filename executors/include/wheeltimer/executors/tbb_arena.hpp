@@ -4,8 +4,8 @@
 //
 // execute() may be called from any thread. An exception from a task is swallowed on the worker.
 // The destructor waits for every queued task to finish; it must not run inside the arena. Run
-// inside a oneTBB task (a oneTBB worker's, perhaps the process's only one), it joins the arena and
-// runs the queued work itself instead: waiting there could hold the very worker the work needs.
+// inside a oneTBB task (on a oneTBB worker, perhaps the process's only one), it joins the arena
+// and runs the queued work itself: waiting there could hold the very worker the work needs.
 //
 // Memory ordering: everything before execute() happens before the work starts (TBB's enqueue);
 // every task's effects happen before the destructor returns (mutex_).
@@ -21,7 +21,6 @@
 #include <mutex>
 
 #include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
 
 #include <wheeltimer/executor.hpp>
 
@@ -34,7 +33,7 @@ class WHEELTIMER_API TbbArenaExecutor final : public Executor {
   // are std::invalid_argument. oneTBB keeps memory for each unit, so a value over 65,536 is
   // taken as 65,536, which max_concurrency() then returns.
   explicit TbbArenaExecutor(int max_concurrency = tbb::task_arena::automatic);
-  ~TbbArenaExecutor() noexcept override;
+  ~TbbArenaExecutor() override;
   TbbArenaExecutor(const TbbArenaExecutor&) = delete;
   TbbArenaExecutor& operator=(const TbbArenaExecutor&) = delete;
 
@@ -43,16 +42,16 @@ class WHEELTIMER_API TbbArenaExecutor final : public Executor {
   int max_concurrency() const { return arena_.max_concurrency(); }
 
  private:
+  struct Helper;  // a destructor that runs the queued work itself (tbb_arena.cpp)
+
+  void run_queued_work_here() noexcept;
   void finished_one() noexcept;
 
   tbb::task_arena arena_;
-  // Every queued job belongs to jobs_, so a thread that joins the arena can run them by waiting
-  // for it. Isolated: a cancellation of the oneTBB work the executor was built in never skips one.
-  tbb::task_group_context jobs_context_{tbb::task_group_context::isolated};
-  tbb::task_group jobs_{jobs_context_};
   std::mutex mutex_;
   std::condition_variable drained_;
   std::size_t in_flight_ = 0;  // enqueued and not yet returned; guarded by mutex_
+  Helper* helper_ = nullptr;   // guarded by mutex_
 };
 
 }  // namespace wheeltimer
