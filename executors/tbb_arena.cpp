@@ -79,7 +79,12 @@ TbbArenaExecutor::~TbbArenaExecutor() {
   // On a thread running a oneTBB task (a oneTBB worker's job, a parallel_for body), the queued
   // work may need this very thread (a 2-core machine has one worker), so it runs here. Anywhere
   // else the destructor only waits, and the work runs on the arena's workers, as promised.
-  if (tbb::task::current_context() != nullptr && arena_.is_active()) run_queued_work_here();
+  // Asked in this order so that a thread oneTBB does not know yet is not set up for the question.
+  if (arena_.is_active() &&
+      tbb::this_task_arena::current_thread_index() != tbb::task_arena::not_initialized &&
+      tbb::task::current_context() != nullptr) {
+    run_queued_work_here();
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   drained_.wait(lock, [this] { return in_flight_ == 0; });
 }
@@ -104,10 +109,14 @@ void TbbArenaExecutor::run_queued_work_here() noexcept {
     if (in_flight_ == 0) return;
     helper_ = helper.get();
   }
-  arena_.execute([&helper] { helper->group.wait(); });
-  // The last job took the sentinel under the lock, before the wait could end: meeting it there
-  // shows ThreadSanitizer (which cannot see into oneTBB) that this happened before the helper goes.
-  const std::lock_guard<std::mutex> lock(mutex_);
+  // With every slot taken, oneTBB hands the lambda to a worker. ThreadSanitizer cannot see into
+  // oneTBB, so mutex_ shows it the order: the helper published before the wait, and the last job
+  // taking the sentinel (under the lock, before the wait could end) before the helper goes.
+  arena_.execute([this, &helper] {
+    { const std::lock_guard<std::mutex> published(mutex_); }
+    helper->group.wait();
+  });
+  const std::lock_guard<std::mutex> drained(mutex_);
 }
 
 void TbbArenaExecutor::execute(Task work) {

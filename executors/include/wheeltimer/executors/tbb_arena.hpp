@@ -1,11 +1,12 @@
 // TbbArenaExecutor: runs work in a oneTBB task_arena of its own, enqueued fire-and-forget
 // (task_arena::enqueue never makes the caller join the arena). No slot is reserved for outside
-// threads, so TbbArenaExecutor(1) runs everything on one arena worker.
+// threads, so TbbArenaExecutor(1) runs everything on one arena worker (but see the destructor).
 //
 // execute() may be called from any thread. An exception from a task is swallowed on the worker.
 // The destructor waits for every queued task to finish; it must not run inside the arena. Run
 // inside a oneTBB task (on a oneTBB worker, perhaps the process's only one), it joins the arena
-// and runs the queued work itself: waiting there could hold the very worker the work needs.
+// and runs the queued work itself, in one of the arena's slots: waiting there could hold the very
+// worker the work needs. That is the one time a thread from outside runs the arena's work.
 //
 // Memory ordering: everything before execute() happens before the work starts (TBB's enqueue);
 // every task's effects happen before the destructor returns (mutex_).
