@@ -1,5 +1,5 @@
-// Dispatch cost per expired task, inline: what the timer's own thread spends to find a due task,
-// start it, run a trivial body (it counts) and free it.
+// Dispatch cost per expired task: what the timer's own thread spends to find a due task and start
+// it, run it (inline) or hand it to an executor, and free it.
 //
 // Each batch schedules kTasksPerBatch tasks, untimed, all due at one deadline kLead ahead, then
 // measures the CPU time the timer's thread (wheeltimer's indicator, the heap's worker, asio's io
@@ -11,11 +11,20 @@
 // too.
 // Scheduling (and wheeltimer's move from its inbound queue into the wheel) is not counted.
 // Handles are dropped at once where the timer owns the task (wheeltimer, heap), so the task's
-// memory is freed on the timer's thread and counted; asio's steady_timer objects belong to the
-// user and are destroyed afterwards, untimed (its wait operation is freed on the io thread).
+// memory is freed by the timer (on whichever thread lets go of the task last) and counted;
+// asio's steady_timer objects belong to the user and are destroyed afterwards, untimed (its wait
+// operation is freed on the io thread).
+//
+// The task body counts (one thread's plain load and store inline; two atomic read-modify-writes
+// where an executor runs bodies on several threads at once). With an executor (the `_pool` and
+// `_tbb` rows, one worker each) the timer's thread only hands each task over; the worker's share
+// is in other_threads_cpu_ns_per_task.
 //
 // Counters: wall_ns_per_task, wall time from the first task's start to the last task's end, per
-// task; discarded_batches, batches re-run because this thread woke too late (see below).
+// task; other_threads_cpu_ns_per_task, the whole process's CPU in the window minus this
+// benchmark thread's own (it spins up to the window and polls for the end), per task: the timer's
+// thread plus any executor's; discarded_batches, batches re-run because this thread woke too late
+// (see below).
 #include <pthread.h>
 
 #include <atomic>
@@ -41,9 +50,14 @@ constexpr auto kSleepLead = std::chrono::milliseconds(3);
 constexpr auto kWindowLead = std::chrono::microseconds(200);
 constexpr int kAttempts = 20;
 
-// Written only by the timer's thread; the benchmark thread reads it after `done`.
+// Whether task bodies run on one thread (inline: a plain count is enough) or on several at once.
+enum class Bodies { one_thread, many_threads };
+
+// Read by the benchmark thread only after `done` (its release orders every body's writes).
+template <Bodies kBodies>
 struct Probe {
-  std::atomic<std::uint64_t> ran{0};
+  std::atomic<std::uint64_t> ran{0};       // bodies started
+  std::atomic<std::uint64_t> finished{0};  // many_threads only: bodies done with the probe
   std::uint64_t expected = 0;
   Clock::time_point first;
   Clock::time_point last;
@@ -51,22 +65,33 @@ struct Probe {
 
   void reset(std::uint64_t tasks) {
     ran.store(0, std::memory_order_relaxed);
+    finished.store(0, std::memory_order_relaxed);
     expected = tasks;
     done.store(false, std::memory_order_relaxed);
   }
-  // The task body. One writer, so a plain load and store (no locked read-modify-write).
   void hit() noexcept {
-    const std::uint64_t n = ran.load(std::memory_order_relaxed) + 1;
-    ran.store(n, std::memory_order_relaxed);
-    if (n == 1) first = Clock::now();
-    if (n == expected) {
-      last = Clock::now();
-      done.store(true, std::memory_order_release);
+    if constexpr (kBodies == Bodies::one_thread) {
+      // One writer, so a plain load and store (no locked read-modify-write).
+      const std::uint64_t n = ran.load(std::memory_order_relaxed) + 1;
+      ran.store(n, std::memory_order_relaxed);
+      if (n == 1) first = Clock::now();
+      if (n == expected) finish();
+    } else {
+      if (ran.fetch_add(1, std::memory_order_relaxed) == 0) first = Clock::now();
+      // acq_rel: the body that counts last has seen every other body's writes (`first`).
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == expected) finish();
     }
+  }
+
+ private:
+  void finish() noexcept {
+    last = Clock::now();
+    done.store(true, std::memory_order_release);
   }
 };
 
 // False if the batch has not finished within a generous limit (a broken timer, not a slow one).
+template <class Probe>
 bool wait_done(const Probe& probe) {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (!probe.done.load(std::memory_order_acquire)) {
@@ -97,17 +122,18 @@ bool runner_clock(Kind& timer, clockid_t& clock) {
   return true;
 }
 
-template <class Kind>
+template <Bodies kBodies, class Kind>
 void bm_dispatch(benchmark::State& state, Kind& timer) {
   clockid_t clock{};
   if (!runner_clock(timer, clock)) {
     state.SkipWithError("the timer never ran a task due now");
     return;
   }
-  Probe probe;
+  Probe<kBodies> probe;
   std::vector<typename Kind::Handle> handles;
   handles.reserve(kTasksPerBatch);
   std::chrono::nanoseconds wall{0};
+  std::int64_t other_threads_cpu = 0;
   int discarded = 0;
 
   while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(kTasksPerBatch))) {
@@ -125,15 +151,20 @@ void bm_dispatch(benchmark::State& state, Kind& timer) {
       while (Clock::now() < deadline - kWindowLead) {
       }
       const std::int64_t cpu_before = cpu_ns(clock);
+      const std::int64_t process_before = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+      const std::int64_t own_before = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
       measured = Clock::now() < deadline && probe.ran.load(std::memory_order_relaxed) == 0;
       if (!wait_done(probe)) {
         state.SkipWithError("a batch of due tasks did not finish within 10 s");
         return;
       }
       const std::int64_t cpu_after = cpu_ns(clock);
+      const std::int64_t own_after = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+      const std::int64_t process_after = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
       if (measured) {
         state.SetIterationTime(static_cast<double>(cpu_after - cpu_before) * 1e-9);
         wall += probe.last - probe.first;
+        other_threads_cpu += (process_after - process_before) - (own_after - own_before);
       } else {
         ++discarded;
       }
@@ -148,6 +179,8 @@ void bm_dispatch(benchmark::State& state, Kind& timer) {
   if (state.iterations() > 0) {
     state.counters["wall_ns_per_task"] =
         static_cast<double>(wall.count()) / static_cast<double>(state.iterations());
+    state.counters["other_threads_cpu_ns_per_task"] =
+        static_cast<double>(other_threads_cpu) / static_cast<double>(state.iterations());
   }
   state.counters["discarded_batches"] = discarded;
 }
@@ -163,22 +196,35 @@ void register_dispatch_benchmarks() {
   // wheeltimer through the InlineExecutor (the executor interface, one virtual call per task) ...
   configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer", [](benchmark::State& state) {
     WheelKind timer(std::make_shared<wheeltimer::InlineExecutor>());
-    bm_dispatch(state, timer);
+    bm_dispatch<Bodies::one_thread>(state, timer);
   }));
   // ... and with no executor, the default, where the indicator runs tasks itself.
   configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_no_executor",
                                         [](benchmark::State& state) {
                                           WheelKind timer;
-                                          bm_dispatch(state, timer);
+                                          bm_dispatch<Bodies::one_thread>(state, timer);
                                         }));
+  // Handing tasks to a worker: a queue that holds a whole batch, so the pool never makes the
+  // indicator run one itself (caller-runs), and an arena of one.
+  configure(benchmark::RegisterBenchmark(
+      "BM_Dispatch/wheeltimer_pool", [](benchmark::State& state) {
+        WheelKind timer(std::make_shared<wheeltimer::CallerRunsPool>(1, kTasksPerBatch));
+        bm_dispatch<Bodies::many_threads>(state, timer);
+      }));
+#if WHEELTIMER_HAS_TBB
+  configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_tbb", [](benchmark::State& state) {
+    WheelKind timer(std::make_shared<wheeltimer::TbbArenaExecutor>(1));
+    bm_dispatch<Bodies::many_threads>(state, timer);
+  }));
+#endif
   configure(benchmark::RegisterBenchmark("BM_Dispatch/heap", [](benchmark::State& state) {
     HeapTimer timer;
-    bm_dispatch(state, timer);
+    bm_dispatch<Bodies::one_thread>(state, timer);
   }));
 #if WHEELTIMER_MICRO_ASIO
   configure(benchmark::RegisterBenchmark("BM_Dispatch/asio", [](benchmark::State& state) {
     AsioTimer timer;
-    bm_dispatch(state, timer);
+    bm_dispatch<Bodies::one_thread>(state, timer);
   }));
 #endif
 }
