@@ -1,5 +1,5 @@
-// Dispatch cost per expired task: what the timer's own thread spends to find a due task and start
-// it, run it (inline) or hand it to an executor, and free it.
+// Dispatch cost per expired task: what the timer's own thread spends to find a due task, start it
+// (run it, or hand it to an executor) and free it.
 //
 // Each batch schedules kTasksPerBatch tasks, untimed, all due at one deadline kLead ahead, then
 // measures the CPU time the timer's thread (wheeltimer's indicator, the heap's worker, asio's io
@@ -15,16 +15,14 @@
 // asio's steady_timer objects belong to the user and are destroyed afterwards, untimed (its wait
 // operation is freed on the io thread).
 //
-// The task body counts (one thread's plain load and store inline; two atomic read-modify-writes
-// where an executor runs bodies on several threads at once). With an executor (the `_pool` and
-// `_tbb` rows, one worker each) the timer's thread only hands each task over; the worker's share
-// is in other_threads_cpu_ns_per_task.
+// The `_pool` and `_tbb` rows hand the tasks to an executor with one worker; the time is still the
+// indicator's, and the worker's share is in other_threads_cpu_ns_per_task.
 //
 // Counters: wall_ns_per_task, wall time from the first task's start to the last task's end, per
-// task; other_threads_cpu_ns_per_task, the whole process's CPU in the window minus this
-// benchmark thread's own (it spins up to the window and polls for the end), per task: the timer's
-// thread plus any executor's; discarded_batches, batches re-run because this thread woke too late
-// (see below).
+// task; other_threads_cpu_ns_per_task, the whole process's CPU in the window minus this benchmark
+// thread's own (it spins up to the window and polls for the end), per task: the timer's thread
+// plus any executor's; discarded_batches, batches re-run because this thread woke too late (see
+// below).
 #include <pthread.h>
 
 #include <atomic>
@@ -32,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -50,14 +49,11 @@ constexpr auto kSleepLead = std::chrono::milliseconds(3);
 constexpr auto kWindowLead = std::chrono::microseconds(200);
 constexpr int kAttempts = 20;
 
-// Whether task bodies run on one thread (inline: a plain count is enough) or on several at once.
-enum class Bodies { one_thread, many_threads };
-
-// Read by the benchmark thread only after `done` (its release orders every body's writes).
-template <Bodies kBodies>
+// Written by one thread at a time: the timer's thread, or the executor's one worker (the pool's
+// queue holds a whole batch, so the indicator never runs a task itself); the benchmark thread
+// reads it after `done`.
 struct Probe {
-  std::atomic<std::uint64_t> ran{0};       // bodies started
-  std::atomic<std::uint64_t> finished{0};  // many_threads only: bodies done with the probe
+  std::atomic<std::uint64_t> ran{0};
   std::uint64_t expected = 0;
   Clock::time_point first;
   Clock::time_point last;
@@ -65,33 +61,22 @@ struct Probe {
 
   void reset(std::uint64_t tasks) {
     ran.store(0, std::memory_order_relaxed);
-    finished.store(0, std::memory_order_relaxed);
     expected = tasks;
     done.store(false, std::memory_order_relaxed);
   }
+  // The task body. One writer, so a plain load and store (no locked read-modify-write).
   void hit() noexcept {
-    if constexpr (kBodies == Bodies::one_thread) {
-      // One writer, so a plain load and store (no locked read-modify-write).
-      const std::uint64_t n = ran.load(std::memory_order_relaxed) + 1;
-      ran.store(n, std::memory_order_relaxed);
-      if (n == 1) first = Clock::now();
-      if (n == expected) finish();
-    } else {
-      if (ran.fetch_add(1, std::memory_order_relaxed) == 0) first = Clock::now();
-      // acq_rel: the body that counts last has seen every other body's writes (`first`).
-      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == expected) finish();
+    const std::uint64_t n = ran.load(std::memory_order_relaxed) + 1;
+    ran.store(n, std::memory_order_relaxed);
+    if (n == 1) first = Clock::now();
+    if (n == expected) {
+      last = Clock::now();
+      done.store(true, std::memory_order_release);
     }
-  }
-
- private:
-  void finish() noexcept {
-    last = Clock::now();
-    done.store(true, std::memory_order_release);
   }
 };
 
 // False if the batch has not finished within a generous limit (a broken timer, not a slow one).
-template <class Probe>
 bool wait_done(const Probe& probe) {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (!probe.done.load(std::memory_order_acquire)) {
@@ -101,7 +86,36 @@ bool wait_done(const Probe& probe) {
   return true;
 }
 
-// Runs one task on the timer's thread to learn that thread's CPU-time clock.
+// Forwards every task to an executor, and learns the CPU-time clock of the thread that hands them
+// over: a timer calls execute() on its indicator thread only. It costs the indicator one more
+// virtual call and a relaxed load per task.
+class HandOverClock final : public wheeltimer::Executor {
+ public:
+  explicit HandOverClock(std::shared_ptr<wheeltimer::Executor> executor)
+      : executor_(std::move(executor)) {}
+
+  void execute(wheeltimer::Task work) override {
+    if (!known_.load(std::memory_order_relaxed)) {  // the indicator is the only writer
+      pthread_getcpuclockid(pthread_self(), &clock_);
+      known_.store(true, std::memory_order_release);
+    }
+    executor_->execute(std::move(work));
+  }
+
+  // False until a task has been handed over.
+  bool indicator_clock(clockid_t& clock) const {
+    if (!known_.load(std::memory_order_acquire)) return false;
+    clock = clock_;
+    return true;
+  }
+
+ private:
+  std::shared_ptr<wheeltimer::Executor> executor_;
+  clockid_t clock_{};
+  std::atomic<bool> known_{false};
+};
+
+// Runs one task on the thread that runs the timer's tasks, to learn that thread's CPU-time clock.
 template <class Kind>
 bool runner_clock(Kind& timer, clockid_t& clock) {
   std::atomic<bool> known{false};
@@ -122,14 +136,23 @@ bool runner_clock(Kind& timer, clockid_t& clock) {
   return true;
 }
 
-template <Bodies kBodies, class Kind>
-void bm_dispatch(benchmark::State& state, Kind& timer) {
+// `hand_over`, when given, is the timer's executor: the time is then the indicator's, not that of
+// the thread running the tasks.
+template <class Kind>
+void bm_dispatch(benchmark::State& state, Kind& timer, const HandOverClock* hand_over = nullptr) {
   clockid_t clock{};
   if (!runner_clock(timer, clock)) {
     state.SkipWithError("the timer never ran a task due now");
     return;
   }
-  Probe<kBodies> probe;
+  if (hand_over != nullptr && !hand_over->indicator_clock(clock)) {
+    state.SkipWithError("a task ran without being handed to the executor");
+    return;
+  }
+  // On the heap: should a broken timer never finish a batch, the tasks it still holds may run after
+  // this function has given up, so the probe is then left to them.
+  auto owned_probe = std::make_unique<Probe>();
+  Probe& probe = *owned_probe;
   std::vector<typename Kind::Handle> handles;
   handles.reserve(kTasksPerBatch);
   std::chrono::nanoseconds wall{0};
@@ -156,6 +179,7 @@ void bm_dispatch(benchmark::State& state, Kind& timer) {
       measured = Clock::now() < deadline && probe.ran.load(std::memory_order_relaxed) == 0;
       if (!wait_done(probe)) {
         state.SkipWithError("a batch of due tasks did not finish within 10 s");
+        static_cast<void>(owned_probe.release());
         return;
       }
       const std::int64_t cpu_after = cpu_ns(clock);
@@ -196,35 +220,39 @@ void register_dispatch_benchmarks() {
   // wheeltimer through the InlineExecutor (the executor interface, one virtual call per task) ...
   configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer", [](benchmark::State& state) {
     WheelKind timer(std::make_shared<wheeltimer::InlineExecutor>());
-    bm_dispatch<Bodies::one_thread>(state, timer);
+    bm_dispatch(state, timer);
   }));
   // ... and with no executor, the default, where the indicator runs tasks itself.
   configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_no_executor",
                                         [](benchmark::State& state) {
                                           WheelKind timer;
-                                          bm_dispatch<Bodies::one_thread>(state, timer);
+                                          bm_dispatch(state, timer);
                                         }));
-  // Handing tasks to a worker: a queue that holds a whole batch, so the pool never makes the
-  // indicator run one itself (caller-runs), and an arena of one.
+  // Handing tasks to one worker, through a pool whose queue holds a whole batch (so the indicator
+  // never runs one itself) and through an arena of one.
   configure(benchmark::RegisterBenchmark(
       "BM_Dispatch/wheeltimer_pool", [](benchmark::State& state) {
-        WheelKind timer(std::make_shared<wheeltimer::CallerRunsPool>(1, kTasksPerBatch));
-        bm_dispatch<Bodies::many_threads>(state, timer);
+        const auto hand_over = std::make_shared<HandOverClock>(
+            std::make_shared<wheeltimer::CallerRunsPool>(1, kTasksPerBatch));
+        WheelKind timer(hand_over);
+        bm_dispatch(state, timer, hand_over.get());
       }));
 #if WHEELTIMER_HAS_TBB
   configure(benchmark::RegisterBenchmark("BM_Dispatch/wheeltimer_tbb", [](benchmark::State& state) {
-    WheelKind timer(std::make_shared<wheeltimer::TbbArenaExecutor>(1));
-    bm_dispatch<Bodies::many_threads>(state, timer);
+    const auto hand_over =
+        std::make_shared<HandOverClock>(std::make_shared<wheeltimer::TbbArenaExecutor>(1));
+    WheelKind timer(hand_over);
+    bm_dispatch(state, timer, hand_over.get());
   }));
 #endif
   configure(benchmark::RegisterBenchmark("BM_Dispatch/heap", [](benchmark::State& state) {
     HeapTimer timer;
-    bm_dispatch<Bodies::one_thread>(state, timer);
+    bm_dispatch(state, timer);
   }));
 #if WHEELTIMER_MICRO_ASIO
   configure(benchmark::RegisterBenchmark("BM_Dispatch/asio", [](benchmark::State& state) {
     AsioTimer timer;
-    bm_dispatch<Bodies::one_thread>(state, timer);
+    bm_dispatch(state, timer);
   }));
 #endif
 }
