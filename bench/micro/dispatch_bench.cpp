@@ -3,12 +3,12 @@
 //
 // Each batch schedules kTasksPerBatch tasks, untimed, all due at one deadline kLead ahead, then
 // measures the CPU time the timer's thread (wheeltimer's indicator, the heap's worker, asio's io
-// thread) spends from just before that deadline until the last task has run. CPU time of that one
-// thread, rather than wall time until all ran, because wall time would also count the wait for
-// the next 1 ms tick (up to 1 ms per batch, 50 ns per task) and whatever else the noisy machine
-// runs. The window opens kWindowLead before the deadline (this thread sleeps, then spins up to
-// it, so it opens on time); anything else the timer's thread does inside the window is counted
-// too.
+// thread) spends from just before that deadline until the last task has run and every thread has
+// gone quiet (wait_quiet(): a timer may still be freeing the batch). CPU time of that one thread,
+// rather than wall time until all ran, because wall time would also count the wait for the next 1
+// ms tick (up to 1 ms per batch, 50 ns per task) and whatever else the noisy machine runs. The
+// window opens kWindowLead before the deadline (this thread sleeps, then spins up to it, so it
+// opens on time); anything else the timer's thread does inside the window is counted too.
 // Scheduling (and wheeltimer's move from its inbound queue into the wheel) is not counted.
 // Handles are dropped at once where the timer owns the task (wheeltimer, heap), so the task's
 // memory is freed by the timer (on whichever thread lets go of the task last) and counted;
@@ -88,7 +88,7 @@ bool wait_done(const Probe& probe) {
 
 // Forwards every task to an executor, and learns the CPU-time clock of the thread that hands them
 // over: a timer calls execute() on its indicator thread only. It costs the indicator one more
-// virtual call and a relaxed load per task.
+// virtual call, a Task move and a relaxed load per task.
 class HandOverClock final : public wheeltimer::Executor {
  public:
   explicit HandOverClock(std::shared_ptr<wheeltimer::Executor> executor)
@@ -114,6 +114,32 @@ class HandOverClock final : public wheeltimer::Executor {
   clockid_t clock_{};
   std::atomic<bool> known_{false};
 };
+
+// The CPU time of the process's threads other than the calling one.
+std::int64_t other_threads_cpu_ns() {
+  return cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+// Waits until the timer's thread and every other thread have gone quiet: after the last task has
+// run, a timer may still be letting go of the batch (wheeltimer's indicator frees the tasks an
+// executor has finished), and an executor's worker may spin before it sleeps. Quiet: less than
+// kQuietShare of a period used. Gives up after a second, as a thread that never rests would hold
+// it forever.
+void wait_quiet(clockid_t timer_clock) {
+  constexpr auto kPeriod = std::chrono::microseconds(200);
+  constexpr std::int64_t kQuietNs = 2'000;  // 1% of the period
+  const auto give_up = Clock::now() + std::chrono::seconds(1);
+  std::int64_t timer_before = cpu_ns(timer_clock);
+  std::int64_t others_before = other_threads_cpu_ns();
+  while (Clock::now() < give_up) {
+    std::this_thread::sleep_for(kPeriod);
+    const std::int64_t timer_now = cpu_ns(timer_clock);
+    const std::int64_t others_now = other_threads_cpu_ns();
+    if (timer_now - timer_before < kQuietNs && others_now - others_before < kQuietNs) return;
+    timer_before = timer_now;
+    others_before = others_now;
+  }
+}
 
 // Runs one task on the thread that runs the timer's tasks, to learn that thread's CPU-time clock.
 template <class Kind>
@@ -174,21 +200,20 @@ void bm_dispatch(benchmark::State& state, Kind& timer, const HandOverClock* hand
       while (Clock::now() < deadline - kWindowLead) {
       }
       const std::int64_t cpu_before = cpu_ns(clock);
-      const std::int64_t process_before = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
-      const std::int64_t own_before = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+      const std::int64_t others_before = other_threads_cpu_ns();
       measured = Clock::now() < deadline && probe.ran.load(std::memory_order_relaxed) == 0;
       if (!wait_done(probe)) {
         state.SkipWithError("a batch of due tasks did not finish within 10 s");
         static_cast<void>(owned_probe.release());
         return;
       }
+      wait_quiet(clock);
       const std::int64_t cpu_after = cpu_ns(clock);
-      const std::int64_t own_after = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
-      const std::int64_t process_after = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+      const std::int64_t others_after = other_threads_cpu_ns();
       if (measured) {
         state.SetIterationTime(static_cast<double>(cpu_after - cpu_before) * 1e-9);
         wall += probe.last - probe.first;
-        other_threads_cpu += (process_after - process_before) - (own_after - own_before);
+        other_threads_cpu += others_after - others_before;
       } else {
         ++discarded;
       }
