@@ -242,7 +242,7 @@ TEST_F(WheelTest, EarlierTaskWakesTheIndicatorLaterOneWaits) {
 // A task due now, scheduled behind a backlog of far-off ones, runs in the indicator's first round
 // of intake, not after the backlog: each round publishes the indicator's horizon to the inbound
 // lanes, so the task goes to the soon lane, which is taken from first. (With every task in one
-// lane, the backlog, about three rounds of intake at 4,096 a round, would all be linked first.)
+// lane, the backlog, about 24 rounds of intake at 512 a round, would all be linked first.)
 TEST_F(WheelTest, ATaskDueNowOvertakesABacklogOfFarOnes) {
   auto wheel = make_wheel(512);
   schedule(*wheel, 0, start_ + 1h);
