@@ -395,10 +395,8 @@ class StressRound {
         // different point of their second halves in each round: some adopt() calls land just
         // before it, and the rest are refused. (A spin: a sleep or yield hands the adopters a
         // whole time slice, and they finish before the stop() begins.)
-        const auto until = Clock::now() + std::chrono::microseconds(
-                                              std::mt19937(seed_ * 43 + 5)() % 200);
-        while (Clock::now() < until) {
-        }
+        wheeltimer::testing::spin_for(
+            std::chrono::microseconds(std::mt19937(seed_ * 43 + 5)() % 200));
         returned = second->stop();
         stopped.store(true);
       });

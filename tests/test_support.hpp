@@ -62,6 +62,14 @@ inline constexpr auto kLateBound = std::chrono::seconds(10);
 // A wait limit for events that must happen (a hung test fails instead of blocking CI).
 inline constexpr auto kMustHappen = std::chrono::seconds(30);
 
+// Busy for `length`, to put the next step at a chosen point of another thread's work: a sleep or a
+// yield would hand over a whole time slice. Not a way to wait for an event.
+inline void spin_for(Clock::duration length) {
+  const Clock::time_point end = Clock::now() + length;
+  while (Clock::now() < end) {
+  }
+}
+
 // A one-shot barrier a task can block on without risking a hang: wait() gives up after
 // kMustHappen and reports whether the gate was opened.
 class Gate {

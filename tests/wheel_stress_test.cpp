@@ -13,10 +13,10 @@
 #include <cstdlib>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -35,58 +35,54 @@ using wheeltimer::TimerOptions;
 using wheeltimer::testing::ExecutorKind;
 using wheeltimer::testing::kLateBound;
 using wheeltimer::testing::kMustHappen;
+using wheeltimer::testing::spin_for;
 
 namespace {
 
-// Busy for `length`: puts the next push at a random point of the indicator's cycle. Not a wait
-// for anything.
-void spin_for(Clock::duration length) {
-  const Clock::time_point end = Clock::now() + length;
-  while (Clock::now() < end) {
-  }
-}
-
 // ---- Wake-ups --------------------------------------------------------------------------------
 
-// Each producer schedules a task due within 2 ms (some at once), waits for it, and goes again, so
-// the indicator keeps running a task and going back to sleep on one an hour out while the others
-// push. A lost wake-up leaves a task waiting for that hour, and its wait runs into kLateBound.
-// Fewer than 16,384 tasks in all, so the wake-up that every 16,384th schedule() makes (guarantee 9)
-// cannot cover for a lost one.
+// One task at a time: the test schedules a task due within 100 us (some at once), watches for its
+// start by spinning on what the task writes (a blocking wait would need a wake-up of its own, and
+// by its end the indicator would be asleep again), spins a random 0 to 2 us more, and schedules
+// the next. So the pushes land all along the indicator's way from running a task back to its sleep
+// on a task an hour out, with nothing else pending that could wake it: a lost wake-up leaves a task
+// waiting for that hour, and the test gives up on it after kLateBound. The window that matters
+// (after the indicator's last intake, before it publishes its wake-up time) is short: a build that
+// skipped the indicator's last look at the inbound queues before sleeping lost 1 to 6 of a timer's
+// 10,000 tasks, on every timer of three runs here. Each timer takes fewer than 16,384 tasks, so the
+// wake-up that every 16,384th schedule() makes (guarantee 9) cannot cover for a lost one.
 TEST(WakeUpStressTest, EveryEarlierTaskWakesTheSleepingIndicator) {
-  constexpr int kProducers = 3;
-  constexpr int kTasksEach = WHEELTIMER_TEST_TSAN ? 300 : 4000;
-  // Declared before the timer, so a task started late (after its wait gave up) still writes here.
-  std::vector<std::atomic<Clock::rep>> started(kProducers * kTasksEach);
-  std::atomic<int> late{0};
-  std::atomic<int> early{0};
-  HashedWheelTimer timer;
-  const TimerFuture anchor = timer.schedule([] {}, 1h);
-  {
-    std::vector<std::jthread> producers;
-    for (int p = 0; p < kProducers; ++p) {
-      producers.emplace_back([&, p] {
-        std::mt19937 random(static_cast<unsigned>(p) + 1);
-        for (int i = 0; i < kTasksEach; ++i) {
-          spin_for(std::chrono::microseconds(random() % 50));
-          std::atomic<Clock::rep>* slot = &started[p * kTasksEach + i];
-          const TimerFuture future = timer.schedule(
-              [slot] { slot->store(Clock::now().time_since_epoch().count()); },
-              std::chrono::nanoseconds(random() % 2'000'000));
-          if (!future.wait_for(kLateBound)) {
-            late.fetch_add(1);
-          } else if (slot->load() < future.deadline().time_since_epoch().count()) {
-            early.fetch_add(1);
-          }
-        }
-      });
+  constexpr int kTimers = WHEELTIMER_TEST_TSAN ? 1 : 3;
+  constexpr int kTasksEach = WHEELTIMER_TEST_TSAN ? 1'000 : 10'000;
+  for (int round = 0; round < kTimers; ++round) {
+    // Declared before the timer, so a task started after the test gave up on it still writes here.
+    std::vector<std::atomic<Clock::rep>> started(kTasksEach);
+    int late = 0;
+    int early = 0;
+    HashedWheelTimer timer;
+    const TimerFuture anchor = timer.schedule([] {}, 1h);
+    std::mt19937 random(static_cast<unsigned>(round) + 1);
+    for (std::atomic<Clock::rep>& start : started) {
+      const TimerFuture future =
+          timer.schedule([&start] { start.store(Clock::now().time_since_epoch().count()); },
+                         std::chrono::nanoseconds(random() % 100'000));
+      const Clock::time_point give_up = Clock::now() + kLateBound;
+      while (start.load() == 0 && Clock::now() < give_up) {
+      }
+      if (start.load() == 0) {
+        ++late;  // the next task's push wakes the indicator again
+      } else if (start.load() < future.deadline().time_since_epoch().count()) {
+        ++early;
+      }
+      spin_for(std::chrono::nanoseconds(random() % 2'000));
     }
+    EXPECT_EQ(late, 0) << "tasks not started within kLateBound of being scheduled (a lost "
+                          "wake-up), timer "
+                       << round;
+    EXPECT_EQ(early, 0);
+    EXPECT_EQ(anchor.state(), TaskState::waiting);
+    EXPECT_EQ(timer.stop().size(), 1u) << "only the task an hour out is left";
   }
-  EXPECT_EQ(late.load(), 0) << "tasks not started within kLateBound of being scheduled: a lost "
-                               "wake-up";
-  EXPECT_EQ(early.load(), 0);
-  EXPECT_EQ(anchor.state(), TaskState::waiting);
-  EXPECT_EQ(timer.stop().size(), 1u) << "only the task an hour out is left";
 }
 
 // ---- Cascades --------------------------------------------------------------------------------
@@ -98,11 +94,30 @@ TEST(WakeUpStressTest, EveryEarlierTaskWakesTheSleepingIndicator) {
 // out. A canceller cancels tasks of both groups from 120 ms on (one every 5 us or so). A trigger
 // task due 136 ms out tells the test that the cascade has begun, and stop() follows a random 0 to
 // 1 ms later: part-way through the cascade in most rounds (a build that printed it found a cascade
-// still queued at 18 and 19 of the 24 stop() calls of two runs here). Whatever the moment, every
-// task must end exactly one way, and none early.
-constexpr std::size_t kBig = WHEELTIMER_TEST_TSAN ? 6'000 : 150'000;
+// still queued at 19 of the 24 stop() calls, in each of two runs here). Whatever the moment, every
+// task must end exactly one way, and none early. Under the sanitizers the big group is smaller, so
+// that scheduling it still ends before the cascade.
+#if WHEELTIMER_TEST_TSAN
+constexpr std::size_t kBig = 6'000;
+#elif defined(WHEELTIMER_TEST_LSAN)
+constexpr std::size_t kBig = 30'000;
+#else
+constexpr std::size_t kBig = 150'000;
+#endif
 constexpr std::size_t kSmall = 2'000;
 constexpr int kRounds = WHEELTIMER_TEST_TSAN ? 2 : 6;
+
+// Every task's deadline is its own, so a handed-back task is found by its deadline.
+Clock::duration deadline_of(std::size_t index) {
+  return index < kBig ? 200ms + index * 40ns : 128ms + (index - kBig) * 8us;
+}
+std::optional<std::size_t> index_of(Clock::duration deadline) {
+  const std::size_t index =
+      deadline >= 200ms ? static_cast<std::size_t>((deadline - 200ms) / 40ns)
+                        : kBig + static_cast<std::size_t>((deadline - 128ms) / 8us);
+  if (deadline < 128ms || index >= kBig + kSmall || deadline_of(index) != deadline) return {};
+  return index;
+}
 
 struct Record {
   std::atomic<int> runs{0};
@@ -112,10 +127,14 @@ struct Record {
   int handed_back = 0;  // main thread, after stop()
 };
 
+struct RoundResult {
+  std::string problems;  // the first few, empty if none
+  bool on_time = false;  // every task was scheduled before the canceller began
+};
+
 class CascadeStressTest : public ::testing::TestWithParam<ExecutorKind> {
  protected:
-  // One round; returns the first few problems found, empty if none.
-  std::string run_round(unsigned seed) {
+  RoundResult run_round(unsigned seed) {
     std::mt19937 random(seed);
     const std::size_t count = kBig + kSmall;
     // Outlives the timer and its executor, which may still start a task while they shut down.
@@ -123,24 +142,20 @@ class CascadeStressTest : public ::testing::TestWithParam<ExecutorKind> {
     auto timer = std::make_unique<HashedWheelTimer>(
         TimerOptions{.tick = 1ms, .wheel_size = 8, .executor = GetParam().make()});
 
-    // Distinct deadlines, so each handed-back task is found by its deadline.
     const Clock::time_point base = Clock::now();
-    std::unordered_map<Clock::rep, std::size_t> by_deadline;
     for (std::size_t i = 0; i < count; ++i) {
-      const Clock::time_point deadline =
-          i < kBig ? base + 200ms + i * 40ns : base + 128ms + (i - kBig) * 8us;
       Record& record = records[i];
       record.future = timer->schedule_at(
           [&record] {
             record.started.store(Clock::now().time_since_epoch().count());
             record.runs.fetch_add(1);
           },
-          deadline);
-      by_deadline.emplace(deadline.time_since_epoch().count(), i);
+          base + deadline_of(i));
     }
-
+    // Between two of the small group's deadlines, so that it is nobody else's.
     wheeltimer::testing::Gate cascade_begun;
-    timer->schedule_at([&cascade_begun] { cascade_begun.open(); }, base + 136ms);
+    timer->schedule_at([&cascade_begun] { cascade_begun.open(); }, base + 136ms + 4us);
+    const bool on_time = Clock::now() < base + 120ms;
 
     std::atomic<bool> stopped{false};
     std::jthread canceller([&, seed] {
@@ -186,18 +201,16 @@ class CascadeStressTest : public ::testing::TestWithParam<ExecutorKind> {
       problem("stop() did not hand back in deadline order");
     }
     for (const PendingTask& task : handed_back) {
-      const auto found = by_deadline.find(task.deadline().time_since_epoch().count());
-      if (found == by_deadline.end() || !(records[found->second].future == task.future())) {
+      const std::optional<std::size_t> index = index_of(task.deadline() - base);
+      if (!index || !(records[*index].future == task.future())) {
         problem("stop() handed back a task that was never scheduled");
         continue;
       }
-      ++records[found->second].handed_back;
+      ++records[*index].handed_back;
     }
-    long runs_now = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const Record& record = records[i];
       const int runs = record.runs.load();
-      runs_now += runs;
       const int wins = record.cancel_wins.load();
       const TaskState state = record.future.state();
       const bool ran = runs == 1 && state == TaskState::finished && wins == 0 &&
@@ -216,21 +229,30 @@ class CascadeStressTest : public ::testing::TestWithParam<ExecutorKind> {
       if (runs != 0 && record.started.load() < record.future.deadline().time_since_epoch().count())
         problem("task " + std::to_string(i) + " started before its deadline");
     }
-    if (runs_now != runs_at_stop) problem("a task ran after stop() returned");
-    handed_back.clear();  // cancels them
+    // Dropping the handed-back tasks cancels them, and the executor goes with the timer, running
+    // what it still holds as no-ops.
+    handed_back.clear();
     timer.reset();
+    long runs_at_end = 0;
+    for (std::size_t i = 0; i < count; ++i) runs_at_end += records[i].runs.load();
+    if (runs_at_end != runs_at_stop) problem("a task ran after stop() returned");
 
-    std::string report;
-    for (const std::string& line : problems) report += "  " + line + "\n";
-    return report;
+    RoundResult result;
+    for (const std::string& line : problems) result.problems += "  " + line + "\n";
+    result.on_time = on_time;
+    return result;
   }
 };
 
 TEST_P(CascadeStressTest, CancelAndStopPartWayThroughACascadeLoseNothing) {
+  int on_time = 0;
   for (int round = 0; round < kRounds; ++round) {
-    const std::string problems = run_round(static_cast<unsigned>(round) + 1);
-    ASSERT_TRUE(problems.empty()) << "round " << round << ":\n" << problems;
+    const RoundResult result = run_round(static_cast<unsigned>(round) + 1);
+    ASSERT_TRUE(result.problems.empty()) << "round " << round << ":\n" << result.problems;
+    on_time += result.on_time;
   }
+  // The checks hold whenever stop() comes; only the rounds scheduled in time meet a cascade.
+  if (on_time == 0) GTEST_SKIP() << "no round was scheduled before the cascade began";
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, CascadeStressTest,

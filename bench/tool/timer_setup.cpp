@@ -69,8 +69,8 @@ wheeltimer::Clock::duration tick_of(const CommonSettings& common) {
 
 std::chrono::duration<double> intake_time(const CommonSettings& common, std::size_t timers) {
   const std::chrono::duration<double> tick = tick_of(common);
-  const auto rounds = static_cast<double>(timers / 4'096 + 1);
-  return std::min(std::chrono::duration<double>(0.3) + 2.0 * tick * rounds,
+  const auto blocks = static_cast<double>(timers / 4'096 + 1);
+  return std::min(std::chrono::duration<double>(0.3) + 2.0 * tick * blocks,
                   std::chrono::duration<double>(10));
 }
 

@@ -34,8 +34,8 @@ wheeltimer::Clock::duration tick_of(const CommonSettings& common);
 // How long to give the indicator to take `timers` new timers into the wheel (or to free as many
 // canceled ones) before memory or CPU is read. A generous allowance, not a measurement: once woken
 // (every 16,384th schedule() wakes it), the indicator takes queued timers in without sleeping,
-// about a microsecond each here. 300 ms, and two ticks for each 4,096, at most 10 s. The last
-// few thousand queued after the last such wake-up may wait for the indicator's next one.
+// about a microsecond each here. 300 ms, and two ticks for each 4,096 timers, at most 10 s. The
+// last few thousand queued after the last such wake-up may wait for the indicator's next one.
 std::chrono::duration<double> intake_time(const CommonSettings& common, std::size_t timers);
 
 // One rotation of level 0: the tick times the wheel's slots (--wheel rounded up to a power of two).
