@@ -1,10 +1,10 @@
 // The "stress" suite, for the two moving parts of the hierarchical wheel that only real threads on
 // a real clock reach (API.md guarantees 1-3):
-//  - the wake-up handshake: producers pushing while the indicator is on its way to sleep;
+//  - the wake-up handshake: a push landing while the indicator is on its way to sleep;
 //  - a cascade of an upper slot too big for one chunk, met part-way by cancel() and stop().
-// The model fuzzer (tests/fuzz) checks the same structure step by step on a manual clock, but with
-// one producer, which never races the indicator's sleep, and at most 64 tasks, which never fill a
-// cascade past its first chunk.
+// The model fuzzer (tests/fuzz) checks the same structure step by step on a manual clock, where a
+// push never races the indicator's sleep, and with at most 64 tasks, which never fill a cascade
+// past its first chunk.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -112,10 +112,11 @@ Clock::duration deadline_of(std::size_t index) {
   return index < kBig ? 200ms + index * 40ns : 128ms + (index - kBig) * 8us;
 }
 std::optional<std::size_t> index_of(Clock::duration deadline) {
+  if (deadline < 128ms) return {};
   const std::size_t index =
       deadline >= 200ms ? static_cast<std::size_t>((deadline - 200ms) / 40ns)
                         : kBig + static_cast<std::size_t>((deadline - 128ms) / 8us);
-  if (deadline < 128ms || index >= kBig + kSmall || deadline_of(index) != deadline) return {};
+  if (index >= kBig + kSmall || deadline_of(index) != deadline) return {};
   return index;
 }
 
